@@ -1,0 +1,121 @@
+package offsetstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. They are returned wrapped with details; test with
+// errors.Is.
+var (
+	// ErrNegativeOffset: a negative number was given where an absolute
+	// offset is required. Logical positions are StartRequests.
+	ErrNegativeOffset = errors.New("offset must be >= 0 (logical positions such as earliest or latest are start requests, not offsets)")
+	// ErrBackwards: an offset or span would move a position or watermark
+	// backwards within one epoch.
+	ErrBackwards = errors.New("offset moves backwards within an epoch")
+	// ErrStaleEpoch: a mark or result belongs to an epoch that is no
+	// longer current; it was dropped.
+	ErrStaleEpoch = errors.New("stale partition epoch")
+	// ErrStaleGeneration: a mark, result or commit belongs to a group
+	// generation that is no longer current; it was dropped.
+	ErrStaleGeneration = errors.New("stale group generation")
+	// ErrEmptySpan: a span's end is not after its start.
+	ErrEmptySpan = errors.New("span end must be greater than its start")
+	// ErrGenerationEnded: the group coordinator fenced a commit
+	// (RebalanceInProgress, IllegalGeneration, UnknownMemberId,
+	// NotCoordinator). The generation is over; its offsets must not be
+	// resent under a new generation.
+	ErrGenerationEnded = errors.New("consumer group generation ended; the commit was fenced")
+)
+
+// ResetReason says why a partition's position was reset.
+type ResetReason uint8
+
+const (
+	// ReasonNoCommittedOffset: the partition had no committed offset
+	// and auto_offset_reset chose the start.
+	ReasonNoCommittedOffset ResetReason = iota + 1
+	// ReasonBelowLogStart: the position fell below the log start
+	// (retention or DeleteRecords removed records not yet read); the
+	// partition resumes at the log start.
+	ReasonBelowLogStart
+	// ReasonAboveHighWatermark: the position is above the high
+	// watermark (the topic was deleted and recreated, or an unclean
+	// leader election lost data); auto_offset_reset chose the new start.
+	// This is a data-loss event.
+	ReasonAboveHighWatermark
+	// ReasonSeek: the application called Seek.
+	ReasonSeek
+)
+
+// String returns the reason's snake_case name, as used in logs and
+// metrics.
+func (r ResetReason) String() string {
+	switch r {
+	case ReasonNoCommittedOffset:
+		return "no_committed_offset"
+	case ReasonBelowLogStart:
+		return "below_log_start"
+	case ReasonAboveHighWatermark:
+		return "above_high_watermark"
+	case ReasonSeek:
+		return "seek"
+	}
+	return fmt.Sprintf("ResetReason(%d)", uint8(r))
+}
+
+// ResetEvent describes one reset of one partition. From is the offset the
+// partition was at (or its committed offset), -1 if it had none; To is
+// where it resumes. Skipped counts the offsets jumped over that the
+// consumer will never process: To minus From when the partition moved
+// forward from a valid position, To minus the log start when From was not
+// a valid position (none committed, or above the high watermark), zero
+// when it moved backwards.
+type ResetEvent struct {
+	Partition     TopicPartition
+	Reason        ResetReason
+	From          int64
+	To            int64
+	Skipped       int64
+	LogStart      int64 // log start offset seen when resolving, -1 if not looked up
+	HighWatermark int64 // high watermark seen when resolving, -1 if not looked up
+	// DataLoss is true when the old position was above the high
+	// watermark: records the group believed existed are gone.
+	DataLoss bool
+	Epoch    Epoch
+}
+
+// ResetError stops a partition whose reset policy is none: it carries the
+// partition, the reason a reset was needed, the offset the partition was
+// at, and the log bounds, so an operator can choose a new start and Seek.
+type ResetError struct {
+	Partition     TopicPartition
+	Reason        ResetReason
+	From          int64 // -1 if the partition had no committed offset
+	LogStart      int64
+	HighWatermark int64
+}
+
+func (e *ResetError) Error() string {
+	if e.From < 0 {
+		return fmt.Sprintf("partition %s has no committed offset and auto_offset_reset is none (log is %d..%d): "+
+			"set auto_offset_reset to earliest or latest, or seek the partition", e.Partition, e.LogStart, e.HighWatermark)
+	}
+	return fmt.Sprintf("partition %s: offset %d is %s (log is %d..%d) and auto_offset_reset is none: "+
+		"the partition is stopped; check retention and whether the topic was recreated, then seek it or set auto_offset_reset",
+		e.Partition, e.From, e.Reason, e.LogStart, e.HighWatermark)
+}
+
+// Skipped computes ResetEvent.Skipped for a move from `from` to `to` given
+// the log bounds at the time (see ResetEvent).
+func Skipped(from, to, logStart, highWatermark int64) int64 {
+	base := from
+	if from < 0 || (highWatermark >= 0 && from > highWatermark) {
+		base = logStart
+	}
+	if base < 0 || to <= base {
+		return 0
+	}
+	return to - base
+}

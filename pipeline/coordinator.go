@@ -1,0 +1,271 @@
+package pipeline
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/commit"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/stages/resolve"
+)
+
+// coordinatorConfig is what the coordinator needs from the pipeline
+// configuration.
+type coordinatorConfig struct {
+	policy          offsetstore.ResetPolicy
+	validate        bool          // check committed and sought offsets against the log before fetching
+	commitInterval  time.Duration // <= 0: commit only on revoke, shutdown and flush
+	budget          int64         // bytes of fetched-but-unfinished records
+	fetchMaxBytes   int32         // most bytes one fetch request asks for
+	retryBackoff    time.Duration
+	maxRetryBackoff time.Duration
+	metadataBackoff time.Duration // least time between metadata refreshes asked for missing leaders
+}
+
+// coordinatorOutputs are where the coordinator sends work. Each worker
+// (the resolver, each broker's fetcher, the committer) has at most one
+// request in flight and answers with an event, so the coordinator only
+// sends to a worker it knows is idle and the send never blocks. Messages
+// for processing and notices go through queues the run loop drains.
+type coordinatorOutputs struct {
+	resolve  func(offsetstore.ResolveBatch)
+	fetch    func(offsetstore.FetchBatch)
+	commit   func(commit.Request)
+	metadata func() // ask for a metadata refresh; must not block
+}
+
+// Notice is something the coordinator reports to the application: a
+// reset, or a partition that stopped.
+type Notice struct {
+	Reset   *offsetstore.ResetEvent
+	Stopped *PartitionStopped
+}
+
+// PartitionStopped reports a partition that stopped with an error.
+type PartitionStopped struct {
+	Partition offsetstore.TopicPartition
+	Err       error
+}
+
+// coordinatorStats are counters the coordinator writes and anyone reads.
+type coordinatorStats struct {
+	bufferedBytes atomic.Int64 // fetched-but-unfinished bytes
+	maxBuffered   atomic.Int64 // high-water mark of bufferedBytes
+	staleDropped  atomic.Int64 // results dropped for a stale epoch or generation
+	ignored       atomic.Int64 // invalid or surprising input ignored
+	resets        atomic.Int64
+	commits       atomic.Int64
+	commitErrors  atomic.Int64
+}
+
+// coordinator owns all partition state. Every method runs on the
+// coordinator goroutine (or, in tests, one goroutine); nothing here is
+// safe for concurrent use, by design: other stages send events.
+type coordinator struct {
+	cfg   coordinatorConfig
+	out   coordinatorOutputs
+	log   *zap.Logger
+	stats *coordinatorStats
+	now   time.Time
+
+	// generation
+	gen      offsetstore.Generation
+	active   bool
+	store    offsetstore.CommitStore
+	fenced   bool // the group fenced a commit: no more commits this generation
+	revoking bool
+	revoke   *revokeEvent
+	// finalCommit: the revoke drained and its commit was sent (or was
+	// not needed).
+	finalCommit bool
+	finalErr    error
+
+	epochSeq offsetstore.Epoch
+	slots    []*partition // index = slot; nil = free
+	free     []int
+	index    map[offsetstore.TopicPartition]int
+	zombies  map[offsetstore.TopicPartition]int  // released partitions with an operation in flight
+	paused   map[offsetstore.TopicPartition]bool // survives generations
+	leaders  map[offsetstore.TopicPartition]int32
+	brokers  map[int32]*broker
+
+	resolverIdle bool
+	resolving    []int // slots of the resolve in flight, aligned with its entries
+	resolveID    offsetstore.BatchID
+	committing   bool
+	commitID     offsetstore.BatchID
+	commitDue    bool
+	nextCommitAt time.Time
+	flushes      []chan error
+
+	reserved     int64 // bytes reserved by fetches in flight
+	buffered     int64 // bytes handed to processing and not completed
+	retryPending bool  // some partition waits for a backoff to pass
+	needResolve  bool  // some partition may need a lookup
+	needLeaders  bool  // some partition has no known leader
+	lastMetaReq  time.Time
+
+	toProcess process.Message // next message for processing
+	notices   []Notice
+	scratchR  []offsetstore.ResolveEntry
+}
+
+func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logger, stats *coordinatorStats, now time.Time) *coordinator {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if stats == nil {
+		stats = new(coordinatorStats)
+	}
+	if cfg.retryBackoff <= 0 {
+		cfg.retryBackoff = 100 * time.Millisecond
+	}
+	if cfg.maxRetryBackoff <= 0 {
+		cfg.maxRetryBackoff = 5 * time.Second
+	}
+	if cfg.fetchMaxBytes <= 0 {
+		cfg.fetchMaxBytes = 50 << 20
+	}
+	if cfg.budget <= 0 {
+		cfg.budget = 64 << 20
+	}
+	return &coordinator{
+		cfg:          cfg,
+		out:          out,
+		log:          log,
+		stats:        stats,
+		now:          now,
+		gen:          offsetstore.NoGeneration,
+		index:        make(map[offsetstore.TopicPartition]int),
+		zombies:      make(map[offsetstore.TopicPartition]int),
+		paused:       make(map[offsetstore.TopicPartition]bool),
+		leaders:      make(map[offsetstore.TopicPartition]int32),
+		brokers:      make(map[int32]*broker),
+		resolverIdle: true,
+	}
+}
+
+// handle applies one event and then plans new work. It never blocks and
+// never panics on bad input: surprising events are counted and ignored.
+func (c *coordinator) handle(ev any) {
+	switch e := ev.(type) {
+	case *fetch.Result:
+		c.onFetch(e)
+	case *process.Report:
+		c.onProcessed(e)
+	case *resolve.Result:
+		c.onResolve(e)
+	case *commit.Result:
+		c.onCommit(e)
+	case *fetch.Leaders:
+		c.onLeaders(e)
+	case tickEvent:
+		c.onTick(e.now)
+	case *assignEvent:
+		c.onAssign(e)
+	case *revokeEvent:
+		c.onRevoke(e)
+	case *seekEvent:
+		reply(e.done, c.onSeek(e))
+	case *pauseEvent:
+		c.onPause(e)
+		reply(e.done, nil)
+	case *flushEvent:
+		c.onFlush(e)
+	case *statsEvent:
+		e.done <- c.snapshot()
+	default:
+		c.ignore("unknown event", zap.String("type", fmt.Sprintf("%T", ev)))
+	}
+	c.plan()
+}
+
+func reply(ch chan error, err error) {
+	if ch != nil {
+		ch <- err // buffered by the sender
+	}
+}
+
+func (c *coordinator) ignore(msg string, fields ...zap.Field) {
+	c.stats.ignored.Add(1)
+	c.log.Debug("ignored: "+msg, fields...)
+}
+
+func (c *coordinator) stale(what string, tp offsetstore.TopicPartition) {
+	c.stats.staleDropped.Add(1)
+	if ce := c.log.Check(zap.DebugLevel, "dropped stale "+what); ce != nil {
+		ce.Write(zap.Stringer("partition", tp))
+	}
+}
+
+func (c *coordinator) nextEpoch() offsetstore.Epoch {
+	c.epochSeq++
+	return c.epochSeq
+}
+
+// lookup returns the partition in slot if it is still tp.
+func (c *coordinator) lookup(slot int, tp offsetstore.TopicPartition) *partition {
+	if slot < 0 || slot >= len(c.slots) {
+		return nil
+	}
+	if p := c.slots[slot]; p != nil && p.tp == tp {
+		return p
+	}
+	return nil
+}
+
+func (c *coordinator) byTP(tp offsetstore.TopicPartition) *partition {
+	if slot, ok := c.index[tp]; ok {
+		return c.slots[slot]
+	}
+	return nil
+}
+
+// plan sends new work to idle workers.
+func (c *coordinator) plan() {
+	if c.active {
+		if c.needResolve && c.resolverIdle && c.out.resolve != nil {
+			c.planResolve()
+		}
+		if !c.revoking {
+			for _, b := range c.brokers {
+				if b.idle && len(b.ready) > 0 {
+					c.planFetch(b)
+				}
+			}
+		}
+		if (c.commitDue || len(c.flushes) > 0) && !c.committing && !c.revoking {
+			if !c.sendCommit() {
+				for _, f := range c.flushes {
+					reply(f, nil)
+				}
+				c.flushes = nil
+			}
+			c.commitDue = false
+		}
+	}
+	c.checkRevoke()
+	c.stats.bufferedBytes.Store(c.buffered)
+	if c.buffered > c.stats.maxBuffered.Load() {
+		c.stats.maxBuffered.Store(c.buffered)
+	}
+}
+
+// takeProcessMessage returns the pending message for processing, if any,
+// and starts a new one.
+func (c *coordinator) takeProcessMessage() (process.Message, bool) {
+	m := c.toProcess
+	if len(m.Fences) == 0 && len(m.Batches) == 0 {
+		return m, false
+	}
+	c.toProcess = process.Message{}
+	if n := len(m.Batches); n > 0 {
+		c.toProcess.Batches = make([]*fetch.Batch, 0, n)
+	}
+	return m, true
+}

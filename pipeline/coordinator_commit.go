@@ -1,0 +1,133 @@
+package pipeline
+
+// Processing completions and commits.
+
+import (
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/commit"
+	"github.com/fencepost-dev/fencepost/stages/process"
+)
+
+func (c *coordinator) onProcessed(r *process.Report) {
+	for i := range r.Completions {
+		cp := &r.Completions[i]
+		bt := cp.Batch
+		if bt == nil {
+			c.ignore("completion without a batch")
+			continue
+		}
+		p := c.byTP(bt.Partition())
+		if p == nil || bt.Generation() != c.gen || !c.active {
+			c.stale("completion of a partition no longer assigned", bt.Partition())
+			continue
+		}
+		h, ok := p.complete(bt)
+		if !ok {
+			c.ignore("completion of a batch not handed out", zap.Stringer("partition", p.tp))
+			continue
+		}
+		p.outBytes -= h.bytes
+		c.buffered -= h.bytes
+		if cp.Dropped {
+			continue
+		}
+		sp := h.span
+		if cp.Err != nil {
+			if cp.Failed > sp.Start && cp.Failed <= sp.End {
+				sp.End = cp.Failed
+				_ = p.wm.Mark(c.gen, h.epoch, sp)
+			}
+			if p.state != Stopped {
+				c.stop(p, cp.Err)
+			}
+			continue
+		}
+		if err := p.wm.Mark(c.gen, h.epoch, sp); err != nil {
+			c.stale("processed mark", p.tp)
+		}
+	}
+	if c.buffered < 0 {
+		c.buffered = 0
+	}
+	c.stats.bufferedBytes.Store(c.buffered)
+}
+
+func (c *coordinator) onCommit(r *commit.Result) {
+	if !c.committing || r.Batch.ID() != c.commitID {
+		c.ignore("commit result with no commit in flight")
+		return
+	}
+	c.committing = false
+	current := c.active && r.Batch.Generation() == c.gen
+	err := r.Err
+	switch {
+	case err == nil && current:
+		c.stats.commits.Add(1)
+		for i := 0; i < r.Batch.Len(); i++ {
+			e := r.Batch.At(i)
+			if p := c.byTP(e.Partition); p != nil && e.Offset > p.committed {
+				p.committed = e.Offset
+			}
+		}
+	case err == nil:
+	case errors.Is(err, offsetstore.ErrGenerationEnded):
+		c.stats.commitErrors.Add(1)
+		if current {
+			c.fenced = true
+		}
+		c.log.Warn("commit fenced: the group generation ended; its offsets are not resent",
+			zap.Int32("generation", int32(r.Batch.Generation())), zap.Error(err))
+	default:
+		c.stats.commitErrors.Add(1)
+		c.log.Warn("commit failed; retrying at the next interval", zap.Int32("generation", int32(r.Batch.Generation())),
+			zap.Int("partitions", r.Batch.Len()), zap.Error(err))
+		if current {
+			c.commitDue = true
+		}
+	}
+	if c.revoking && c.finalCommit {
+		c.finalErr = err
+	}
+	for _, f := range c.flushes {
+		reply(f, err)
+	}
+	c.flushes = nil
+}
+
+func (c *coordinator) onFlush(e *flushEvent) {
+	if !c.active || c.store == nil {
+		reply(e.done, nil)
+		return
+	}
+	c.flushes = append(c.flushes, e.done)
+	c.commitDue = true
+}
+
+// sendCommit sends a commit of every partition whose watermark moved past
+// its committed offset. It reports whether a commit was sent.
+func (c *coordinator) sendCommit() bool {
+	if c.store == nil || c.fenced || c.out.commit == nil {
+		return false
+	}
+	var entries []offsetstore.CommitEntry
+	for _, p := range c.slots {
+		if p == nil || p.zombie || p.wm.Generation() != c.gen {
+			continue
+		}
+		if off, ok := p.wm.Committable(); ok && off > p.committed {
+			entries = append(entries, offsetstore.CommitEntry{Partition: p.tp, Offset: off})
+		}
+	}
+	if len(entries) == 0 {
+		return false
+	}
+	c.committing = true
+	cb := offsetstore.NewCommitBatch(c.gen, entries)
+	c.commitID = cb.ID()
+	c.out.commit(commit.Request{Batch: cb, Store: c.store})
+	return true
+}

@@ -1,0 +1,202 @@
+package pipeline
+
+// Fetching: fetch results, leaders, ready lists and fetch planning.
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+)
+
+func (c *coordinator) onFetch(r *fetch.Result) {
+	req := r.Request
+	b := c.brokers[req.Broker()]
+	if b == nil || b.idle || b.batch != req.ID() || len(b.inflight) != req.Len() || len(r.Partitions) != req.Len() {
+		c.ignore("fetch result that matches no fetch in flight", zap.Int32("broker", req.Broker()))
+		return
+	}
+	b.idle = true
+	c.reserved -= b.reserved
+	b.reserved = 0
+	current := req.Generation() == c.gen && c.active
+	for i := range r.Partitions {
+		e := req.At(i)
+		pr := &r.Partitions[i]
+		p := c.lookup(b.inflight[i], e.Partition)
+		if p == nil || p.op != opFetch || p.broker != req.Broker() {
+			c.stale("fetch result of a partition no longer assigned", e.Partition)
+			continue
+		}
+		p.op = opNone
+		if p.zombie {
+			c.bury(p)
+			continue
+		}
+		if !current || e.Position.Epoch() != p.epoch || p.state != Fetching || e.Position != p.pos {
+			c.stale("fetch result", e.Partition)
+			c.needResolve = true
+			c.makeReady(p)
+			continue
+		}
+		if c.revoking || p.paused {
+			// Keep the position: the records are fetched again after
+			// resume or by the next owner.
+			continue
+		}
+		switch pr.Outcome {
+		case fetch.OK:
+			c.onFetched(p, pr)
+		case fetch.OffsetOutOfRange:
+			c.outOfRange(p, pr)
+		case fetch.NotLeader:
+			c.log.Debug("fetch: not leader; refreshing metadata", zap.Stringer("partition", p.tp), zap.Error(pr.Err))
+			c.setLeader(p, -1)
+			c.requestMetadata()
+		default:
+			p.backoff(c)
+			lvl := zap.DebugLevel
+			if pr.Outcome == fetch.Fatal || p.failures > 3 {
+				lvl = zap.WarnLevel
+			}
+			if ce := c.log.Check(lvl, "fetch failed; retrying with backoff"); ce != nil {
+				ce.Write(zap.Stringer("partition", p.tp), zap.Stringer("outcome", pr.Outcome), zap.Error(pr.Err),
+					zap.Int("failures", p.failures))
+			}
+		}
+	}
+	b.inflight = b.inflight[:0]
+}
+
+func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) {
+	at := p.pos.Offset()
+	if pr.Next < at {
+		c.ignore("fetch result going backwards", zap.Stringer("partition", p.tp), zap.Int64("position", at), zap.Int64("next", pr.Next))
+		p.backoff(c)
+		return
+	}
+	p.failures = 0
+	if pr.Next == at {
+		c.makeReady(p)
+		return
+	}
+	if bt := pr.Batch; bt != nil {
+		// The coordinator records what it hands out (span, epoch,
+		// bytes) and marks exactly that when the batch completes: it
+		// never trusts, or even reads, the batch itself here.
+		c.toProcess.Batches = append(c.toProcess.Batches, bt)
+		p.out = append(p.out, handout{batch: bt, span: offsetstore.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes})
+		p.outBytes += pr.Bytes
+		c.buffered += pr.Bytes
+	} else {
+		// Only offsets without records (transaction markers): nothing
+		// to process, the span is done.
+		_ = p.wm.Mark(c.gen, p.epoch, offsetstore.Span{Start: at, End: pr.Next})
+	}
+	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
+	c.makeReady(p)
+}
+
+// outOfRange handles a broker's OffsetOutOfRange: the position is checked
+// against fresh log bounds before anything is reset. The epoch stays: if
+// the position turns out valid, batches already being processed still
+// count.
+func (c *coordinator) outOfRange(p *partition, pr *fetch.PartitionResult) {
+	off := p.pos.Offset()
+	c.log.Info("offset out of range; checking the log bounds", zap.Stringer("partition", p.tp),
+		zap.Int64("offset", off), zap.Int64("log_start", pr.LogStart), zap.Int64("high_watermark", pr.HighWatermark))
+	p.from = off
+	p.seek = false
+	p.req = offsetstore.Exact(off)
+	p.state = AwaitValidation
+	c.needResolve = true
+}
+
+func (c *coordinator) onLeaders(l *fetch.Leaders) {
+	if l.Err != nil {
+		c.log.Warn("metadata refresh failed", zap.Error(l.Err))
+		c.needLeaders = true
+		return
+	}
+	c.leaders = l.Leaders
+	c.needLeaders = false
+	for _, p := range c.slots {
+		if p == nil || p.zombie {
+			continue
+		}
+		leader, ok := l.Leaders[p.tp]
+		if !ok {
+			leader = -1
+		}
+		c.setLeader(p, leader)
+	}
+}
+
+func (c *coordinator) setLeader(p *partition, leader int32) {
+	if leader < 0 {
+		c.needLeaders = true
+	}
+	if p.leader == leader {
+		if !p.queued {
+			c.makeReady(p)
+		}
+		return
+	}
+	p.leader = leader
+	p.queued = false // a stale entry in the old broker's list is skipped
+	c.makeReady(p)
+}
+
+// makeReady queues p in its leader's ready list if it can be fetched.
+func (c *coordinator) makeReady(p *partition) {
+	if p.queued || !p.fetchable(c) {
+		return
+	}
+	b := p.leaderB
+	if b == nil || b.id != p.leader {
+		b = c.brokers[p.leader]
+		if b == nil {
+			b = &broker{id: p.leader, idle: true}
+			c.brokers[p.leader] = b
+		}
+		p.leaderB = b
+	}
+	b.ready = append(b.ready, p.slot)
+	p.queued = true
+}
+
+func (c *coordinator) planFetch(b *broker) {
+	avail := c.cfg.budget - c.buffered - c.reserved
+	if avail <= 0 {
+		return
+	}
+	maxBytes := int64(c.cfg.fetchMaxBytes)
+	if avail < maxBytes {
+		maxBytes = avail
+	}
+	var fb offsetstore.FetchBatchBuilder
+	fb.Grow(len(b.ready))
+	for _, slot := range b.ready {
+		p := c.slots[slot]
+		if p == nil || !p.queued || p.leader != b.id {
+			continue
+		}
+		p.queued = false
+		if !p.fetchable(c) {
+			continue
+		}
+		p.op, p.broker = opFetch, b.id
+		b.inflight = append(b.inflight, slot)
+		fb.Add(offsetstore.FetchEntry{Partition: p.tp, Position: p.pos})
+	}
+	b.ready = b.ready[:0]
+	if fb.Len() == 0 {
+		return
+	}
+	b.idle = false
+	b.reserved = maxBytes
+	c.reserved += maxBytes
+	batch := fb.Build(b.id, c.gen, int32(maxBytes))
+	b.batch = batch.ID()
+	c.out.fetch(batch)
+}

@@ -1,0 +1,196 @@
+package pipeline
+
+// Generations: assignment, revoke (drain, final commit, release), and
+// zombies of partitions released with an operation in flight.
+
+import (
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+func (c *coordinator) onAssign(e *assignEvent) {
+	if c.active {
+		// The group layer always revokes before it assigns; if it did
+		// not, forget the old generation without committing (its
+		// offsets are fenced anyway).
+		c.log.Warn("new generation assigned before the old one was revoked; dropping the old one",
+			zap.Int32("old_generation", int32(c.gen)), zap.Int32("generation", int32(e.gen)))
+		c.release(errors.New("superseded by a new generation"))
+	}
+	c.gen, c.store, c.active, c.fenced = e.gen, e.store, true, false
+	c.revoking, c.finalCommit, c.finalErr = false, false, nil
+	c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
+	for _, a := range e.partitions {
+		if _, dup := c.index[a.tp]; dup {
+			c.ignore("partition assigned twice", zap.Stringer("partition", a.tp))
+			continue
+		}
+		slot := len(c.slots)
+		if n := len(c.free); n > 0 {
+			slot, c.free = c.free[n-1], c.free[:n-1]
+		} else {
+			c.slots = append(c.slots, nil)
+		}
+		p := &partition{tp: a.tp, slot: slot, epoch: c.nextEpoch(), from: -1, committed: -1, leader: -1}
+		_, p.waitZombie = c.zombies[a.tp]
+		p.paused = c.paused[a.tp]
+		if l, ok := c.leaders[a.tp]; ok && l >= 0 {
+			p.leader = l
+		} else {
+			c.needLeaders = true
+		}
+		c.slots[slot] = p
+		c.index[a.tp] = slot
+		if off, ok := a.start.Offset(); ok && a.start.Kind() == offsetstore.StartCommitted {
+			if off < 0 {
+				c.ignore("negative committed offset treated as none", zap.Stringer("partition", a.tp), zap.Int64("offset", off))
+				c.await(p, offsetstore.ByPolicy())
+				continue
+			}
+			p.committed = off
+			p.from = off
+			p.wm = offsetstore.NewWatermark(c.gen, p.epoch, off)
+			c.await(p, a.start)
+			continue
+		}
+		c.await(p, a.start)
+	}
+	if c.needLeaders {
+		c.requestMetadata()
+	}
+	c.log.Info("partitions assigned", zap.Int32("generation", int32(e.gen)), zap.Int("partitions", len(e.partitions)))
+}
+
+// await puts p in the state that resolves req: an offset to validate
+// (or to use directly when validation is off), or a logical request.
+func (c *coordinator) await(p *partition, req offsetstore.StartRequest) {
+	p.req = req
+	p.stopErr = nil
+	if off, ok := req.Offset(); ok {
+		if off < 0 {
+			req = offsetstore.ByPolicy()
+			p.req = req
+		} else if !c.cfg.validate {
+			c.startFetching(p, off)
+			return
+		} else {
+			p.state = AwaitValidation
+			c.needResolve = true
+			return
+		}
+	}
+	p.state = AwaitReset
+	c.needResolve = true
+}
+
+func (c *coordinator) onRevoke(e *revokeEvent) {
+	if !c.active || e.gen != c.gen || c.revoking {
+		reply(e.done, nil)
+		return
+	}
+	c.revoking, c.revoke = true, e
+	for _, p := range c.slots {
+		if p != nil && !p.zombie {
+			c.fenceProcessing(p)
+		}
+	}
+	c.log.Info("revoking partitions", zap.Int32("generation", int32(c.gen)), zap.Int("partitions", len(c.index)))
+}
+
+// checkRevoke finishes a revoke once in-flight work drained and the final
+// commit is done, or its deadlines passed.
+func (c *coordinator) checkRevoke() {
+	if !c.revoking {
+		return
+	}
+	e := c.revoke
+	if !c.finalCommit {
+		drained := true
+		for _, p := range c.slots {
+			if p != nil && !p.zombie && (len(p.out) > 0 || p.op != opNone) {
+				drained = false
+				break
+			}
+		}
+		if !drained && c.now.Before(e.drainBy) {
+			return
+		}
+		if !drained {
+			c.log.Warn("revoke: in-flight work did not finish before the drain deadline; committing what is done",
+				zap.Int32("generation", int32(c.gen)))
+		}
+		if c.committing {
+			if c.now.Before(e.deadline) {
+				return // wait for the periodic commit in flight first
+			}
+		} else if c.sendCommit() {
+			c.finalCommit = true
+			return // the commit result finishes the revoke
+		}
+		c.finalCommit = true
+	}
+	if c.committing && c.now.Before(e.deadline) {
+		return
+	}
+	var err error
+	if c.committing {
+		err = fmt.Errorf("revoke of generation %d: final commit not acknowledged before the deadline", c.gen)
+	} else if c.finalErr != nil {
+		err = c.finalErr
+	}
+	c.release(nil)
+	reply(e.done, err)
+}
+
+// release forgets the generation's partitions. A partition with a fetch
+// or lookup still in flight (a revoke that hit its deadline) stays as a
+// zombie until the result comes back, so a new owner of the same
+// partition never has two operations in flight.
+func (c *coordinator) release(cause error) {
+	for slot, p := range c.slots {
+		if p == nil || p.zombie {
+			continue
+		}
+		if cause != nil {
+			c.fenceProcessing(p)
+		}
+		c.buffered -= p.outBytes
+		if p.op != opNone {
+			p.zombie = true
+			c.zombies[p.tp] = slot
+			continue
+		}
+		c.slots[slot] = nil
+		c.free = append(c.free, slot)
+	}
+	clear(c.index)
+	for _, b := range c.brokers {
+		b.ready = b.ready[:0]
+	}
+	c.resolving = c.resolving[:0]
+	c.stats.bufferedBytes.Store(c.buffered)
+	for _, f := range c.flushes {
+		reply(f, errors.New("generation ended before the commit"))
+	}
+	c.flushes = nil
+	c.active, c.revoking, c.revoke, c.store = false, false, nil, nil
+	c.commitDue = false
+}
+
+// bury frees a zombie whose last operation came back, and lets the
+// partition's new owner (if assigned again meanwhile) start.
+func (c *coordinator) bury(z *partition) {
+	c.stale("result of a released partition", z.tp)
+	delete(c.zombies, z.tp)
+	c.slots[z.slot] = nil
+	c.free = append(c.free, z.slot)
+	if p := c.byTP(z.tp); p != nil {
+		p.waitZombie = false
+		c.needResolve = true
+		c.makeReady(p)
+	}
+}

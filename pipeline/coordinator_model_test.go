@@ -1,0 +1,596 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/commit"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/stages/resolve"
+)
+
+// modelSteps counts the state-machine steps run, to prove the CI run
+// exercises enough of them.
+var modelSteps atomic.Int64
+
+// TestCoordinatorStateMachine drives random interleavings of every input
+// event against the coordinator, playing a small Kafka world (log start
+// and high watermark per partition, moving leaders, retention, topic
+// recreation) and every worker, and checks after every step:
+//
+//	(i)   every assigned partition is in exactly one state, with a
+//	      position or a pending request, never a hole;
+//	(ii)  a result of a stale epoch or generation changes no state;
+//	(iii) committable offsets never decrease within a generation (except
+//	      at a data-loss reset) and never pass what was processed or a
+//	      reset explains; commits never go backwards and never come from
+//	      an old generation;
+//	(iv)  at most one fetch or lookup per partition is in flight;
+//	(v)   offsets handed to processing for a partition continue without
+//	      gaps, except where a reset event explains the jump.
+//
+// A failure prints the seed (-rapid.seed=N) that replays it.
+func TestCoordinatorStateMachine(t *testing.T) {
+	before := modelSteps.Load()
+	rapid.Check(t, func(rt *rapid.T) {
+		m := newModel(rt)
+		rt.Repeat(rapid.StateMachineActions(m))
+	})
+	steps := modelSteps.Load() - before
+	t.Logf("%d state-machine steps", steps)
+	if !testing.Short() && steps < 10_000 {
+		t.Errorf("only %d steps ran; run with -rapid.steps=%d or more", steps, 10_000/100+50)
+	}
+}
+
+var modelTPs = []offsetstore.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}}
+
+type logBounds struct{ start, hw int64 }
+
+// batchOut is a batch processing holds, not yet completed.
+type batchOut struct {
+	b      *fetch.Batch
+	fenced bool
+}
+
+type model struct {
+	h *coordHarness
+
+	logs    map[offsetstore.TopicPartition]*logBounds
+	leaders map[offsetstore.TopicPartition]int32
+
+	gen        offsetstore.Generation
+	active     bool
+	revokeDone chan error
+	stores     map[offsetstore.Generation]*offsetstore.MemoryStore
+
+	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
+	out    []batchOut
+
+	// per partition, reset each generation
+	expectNext map[offsetstore.TopicPartition]int64 // next batch start, -1 unknown
+	covered    map[offsetstore.TopicPartition]map[int64]bool
+	base       map[offsetstore.TopicPartition]int64 // -1 until the first committable
+	lastC      map[offsetstore.TopicPartition]int64
+	committed  map[offsetstore.TopicPartition]int64 // highest commit sent this generation
+	dataLoss   map[offsetstore.TopicPartition]bool  // a data-loss reset in this step
+	checked    map[offsetstore.BatchID]bool         // commits already checked
+	noticesAt  int
+}
+
+func newModel(t *rapid.T) *model {
+	cfg := coordinatorConfig{
+		policy:          offsetstore.ResetPolicy(rapid.IntRange(0, 2).Draw(t, "policy")),
+		validate:        rapid.Bool().Draw(t, "validate"),
+		commitInterval:  time.Second,
+		budget:          int64(rapid.IntRange(5, 40).Draw(t, "budget")),
+		fetchMaxBytes:   8,
+		retryBackoff:    100 * time.Millisecond,
+		maxRetryBackoff: time.Second,
+		metadataBackoff: 200 * time.Millisecond,
+	}
+	m := &model{
+		h:       newCoordHarness(t, cfg),
+		logs:    map[offsetstore.TopicPartition]*logBounds{},
+		leaders: map[offsetstore.TopicPartition]int32{},
+		stores:  map[offsetstore.Generation]*offsetstore.MemoryStore{},
+		fenced:  map[offsetstore.TopicPartition]offsetstore.Epoch{},
+		checked: map[offsetstore.BatchID]bool{},
+	}
+	for i, tp := range modelTPs {
+		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw"))}
+		m.leaders[tp] = int32(1 + i%2)
+	}
+	m.h.leaders(copyLeaders(m.leaders))
+	m.resetGenerationModel()
+	return m
+}
+
+func copyLeaders(l map[offsetstore.TopicPartition]int32) map[offsetstore.TopicPartition]int32 {
+	out := make(map[offsetstore.TopicPartition]int32, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *model) resetGenerationModel() {
+	m.expectNext = map[offsetstore.TopicPartition]int64{}
+	m.covered = map[offsetstore.TopicPartition]map[int64]bool{}
+	m.base = map[offsetstore.TopicPartition]int64{}
+	m.lastC = map[offsetstore.TopicPartition]int64{}
+	m.committed = map[offsetstore.TopicPartition]int64{}
+	for _, tp := range modelTPs {
+		m.expectNext[tp] = -1
+		m.covered[tp] = map[int64]bool{}
+		m.base[tp] = -1
+		m.lastC[tp] = -1
+		m.committed[tp] = -1
+	}
+}
+
+// ---- snapshots for invariant (ii) ----------------------------------------
+
+type partSnap struct {
+	state PartitionState
+	req   offsetstore.StartRequest
+	pos   offsetstore.Position
+	epoch offsetstore.Epoch
+	wm    int64
+	wmOK  bool
+	stop  bool
+}
+
+func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
+	out := map[offsetstore.TopicPartition]partSnap{}
+	for _, p := range m.h.c.slots {
+		if p == nil || p.zombie {
+			continue
+		}
+		wm, ok := p.wm.Committable()
+		out[p.tp] = partSnap{state: p.state, req: p.req, pos: p.pos, epoch: p.epoch, wm: wm, wmOK: ok, stop: p.stopErr != nil}
+	}
+	return out
+}
+
+func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore.TopicPartition]partSnap, tps []offsetstore.TopicPartition) {
+	after := m.snap()
+	for _, tp := range tps {
+		if _, still := after[tp]; !still && !m.h.c.active {
+			continue // the result let a revoke finish: the partition was released
+		}
+		if !reflect.DeepEqual(before[tp], after[tp]) {
+			t.Fatalf("(ii) %s changed %s: %+v -> %+v", what, tp, before[tp], after[tp])
+		}
+	}
+}
+
+// current reports whether a result for tp at epoch in generation gen is
+// current (white box: the coordinator's own view).
+func (m *model) current(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch offsetstore.Epoch) bool {
+	c := m.h.c
+	p := c.byTP(tp)
+	return c.active && gen == c.gen && p != nil && p.epoch == epoch
+}
+
+// ---- actions -------------------------------------------------------------
+
+func (m *model) Assign(t *rapid.T) {
+	if m.active {
+		t.Skip("a generation is active")
+	}
+	m.gen += offsetstore.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
+	store := offsetstore.NewMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	m.resetGenerationModel()
+	var parts []assignedPartition
+	for _, tp := range modelTPs {
+		if !rapid.Bool().Draw(t, "assigned") {
+			continue
+		}
+		a := assignedPartition{tp: tp}
+		if rapid.Bool().Draw(t, "has commit") {
+			off := int64(rapid.IntRange(0, int(m.logs[tp].hw)+10).Draw(t, "committed"))
+			a.start = offsetstore.Committed(off)
+			m.expectNext[tp] = off
+			m.committed[tp] = off
+		}
+		parts = append(parts, a)
+	}
+	m.h.assign(m.gen, store, parts...)
+	m.active = true
+	m.revokeDone = nil
+	m.afterStep(t)
+}
+
+func (m *model) Revoke(t *rapid.T) {
+	if !m.active || m.revokeDone != nil {
+		t.Skip("nothing to revoke")
+	}
+	m.revokeDone = make(chan error, 1)
+	ev := &revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone}
+	if rapid.IntRange(0, 3).Draw(t, "short deadline") == 0 {
+		// the rebalance timeout is about to pass: give up on in-flight
+		// work at the next tick
+		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
+	}
+	m.h.send(ev)
+	m.afterStep(t)
+}
+
+func (m *model) AnswerFetch(t *rapid.T) {
+	if len(m.h.fetches) == 0 {
+		t.Skip("no fetch in flight")
+	}
+	i := rapid.IntRange(0, len(m.h.fetches)-1).Draw(t, "fetch")
+	f := m.h.fetches[i]
+	m.h.fetches = append(m.h.fetches[:i], m.h.fetches[i+1:]...)
+	before := m.snap()
+	var staleTPs []offsetstore.TopicPartition
+	type skip struct{ from, to int64 }
+	skips := map[offsetstore.TopicPartition]skip{}
+	res := &fetch.Result{Request: f, Partitions: make([]fetch.PartitionResult, f.Len())}
+	for j := range res.Partitions {
+		e := f.At(j)
+		lb := m.logs[e.Partition]
+		pos := e.Position.Offset()
+		cur := m.current(e.Partition, f.Generation(), e.Position.Epoch())
+		if !cur {
+			staleTPs = append(staleTPs, e.Partition)
+		}
+		var pr fetch.PartitionResult
+		switch {
+		case m.leaders[e.Partition] != f.Broker() && rapid.IntRange(0, 3).Draw(t, "notleader") > 0:
+			pr = fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("NOT_LEADER_OR_FOLLOWER"), Next: pos, LogStart: -1, HighWatermark: -1}
+		case rapid.IntRange(0, 9).Draw(t, "retriable") == 0:
+			pr = fetch.PartitionResult{Outcome: fetch.Retriable, Err: errors.New("connection reset"), Next: pos, LogStart: -1, HighWatermark: -1}
+		case pos < lb.start || pos > lb.hw:
+			pr = outOfRange(lb.start, lb.hw)(e)
+		case pos < lb.hw && rapid.IntRange(0, 7).Draw(t, "marker") == 0:
+			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw}
+			if cur {
+				skips[e.Partition] = skip{pos, pos + 1}
+			}
+		default:
+			to := min(lb.hw, pos+int64(rapid.IntRange(1, 6).Draw(t, "records")))
+			pr = records(e, to, lb.start, lb.hw)
+		}
+		res.Partitions[j] = pr
+	}
+	m.h.send(res)
+	m.requireUnchanged(t, "stale fetch result", before, staleTPs)
+	for tp, sk := range skips {
+		if p := m.h.c.byTP(tp); p != nil && p.state == Fetching && p.pos.Offset() == sk.to {
+			for o := sk.from; o < sk.to; o++ {
+				m.covered[tp][o] = true
+			}
+			if m.expectNext[tp] == sk.from {
+				m.expectNext[tp] = sk.to
+			}
+		}
+	}
+	m.afterStep(t)
+}
+
+func (m *model) AnswerResolve(t *rapid.T) {
+	if len(m.h.resolves) == 0 {
+		t.Skip("no lookup in flight")
+	}
+	r := m.h.takeResolve()
+	before := m.snap()
+	var staleTPs []offsetstore.TopicPartition
+	res := &resolve.Result{Request: r, Partitions: make([]resolve.PartitionResult, r.Len())}
+	for j := range res.Partitions {
+		e := r.At(j)
+		if !m.current(e.Partition, r.Generation(), e.Epoch) {
+			staleTPs = append(staleTPs, e.Partition)
+		}
+		lb := m.logs[e.Partition]
+		switch rapid.IntRange(0, 9).Draw(t, "lookup outcome") {
+		case 0:
+			res.Partitions[j] = resolve.PartitionResult{Err: errors.New("request timed out"), LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+		case 1:
+			res.Partitions[j] = resolve.PartitionResult{Err: errors.New("NOT_LEADER_OR_FOLLOWER"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+		default:
+			to := int64(-1)
+			if lb.hw > lb.start && rapid.Bool().Draw(t, "time found") {
+				to = int64(rapid.IntRange(int(lb.start), int(lb.hw)-1).Draw(t, "time offset"))
+			}
+			res.Partitions[j] = resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: to}
+		}
+	}
+	m.h.send(res)
+	m.requireUnchanged(t, "stale lookup result", before, staleTPs)
+	m.afterStep(t)
+}
+
+func (m *model) AnswerCommit(t *rapid.T) {
+	if len(m.h.commits) == 0 {
+		t.Skip("no commit in flight")
+	}
+	req := m.h.commits[0]
+	m.h.commits = m.h.commits[1:]
+	var err error
+	switch rapid.IntRange(0, 9).Draw(t, "commit outcome") {
+	case 0:
+		err = errors.New("coordinator load in progress")
+	case 1:
+		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded)
+	default:
+		err = req.Store.Commit(context.Background(), req.Batch)
+	}
+	m.h.send(&commit.Result{Batch: req.Batch, Err: err})
+	m.afterStep(t)
+}
+
+// Complete finishes (or drops, if fenced) one batch processing holds, in
+// any order.
+func (m *model) Complete(t *rapid.T) {
+	if len(m.out) == 0 {
+		t.Skip("nothing being processed")
+	}
+	i := rapid.IntRange(0, len(m.out)-1).Draw(t, "batch")
+	o := m.out[i]
+	m.out = append(m.out[:i], m.out[i+1:]...)
+	cp := process.Completion{Batch: o.b, Dropped: o.fenced}
+	sp := o.b.Span()
+	if !o.fenced && rapid.IntRange(0, 19).Draw(t, "stop") == 0 {
+		cp.Err = errors.New("record rejected and dead_letter policy is stop")
+		cp.Failed = sp.Start + int64(rapid.IntRange(0, int(sp.Len())-1).Draw(t, "failed at"))
+		sp.End = cp.Failed
+	}
+	before := m.snap()
+	stale := true // a mark the watermark must refuse: other generation, or before a data-loss restart
+	if p := m.h.c.byTP(o.b.Partition()); p != nil && m.h.c.active && o.b.Generation() == m.h.c.gen && o.b.Epoch() >= p.wm.Floor() {
+		stale = false
+	}
+	m.h.send(&process.Report{Completions: []process.Completion{cp}})
+	if !o.fenced && o.b.Generation() == m.gen {
+		for off := sp.Start; off < sp.End; off++ {
+			m.covered[o.b.Partition()][off] = true
+		}
+	}
+	if stale && cp.Err == nil {
+		tp := o.b.Partition()
+		m.requireUnchanged(t, "stale completion", before, []offsetstore.TopicPartition{tp})
+	}
+	m.afterStep(t)
+}
+
+func (m *model) Seek(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	var req offsetstore.StartRequest
+	switch rapid.IntRange(0, 3).Draw(t, "seek kind") {
+	case 0:
+		req = offsetstore.Earliest()
+	case 1:
+		req = offsetstore.Latest()
+	case 2:
+		req = offsetstore.AtTime(time.Unix(0, 0))
+	default:
+		req = offsetstore.Exact(int64(rapid.IntRange(0, 60).Draw(t, "seek offset")))
+	}
+	done := make(chan error, 1)
+	m.h.send(&seekEvent{tp: tp, req: req, done: done})
+	<-done
+	m.afterStep(t)
+}
+
+func (m *model) Pause(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	m.h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp}, pause: rapid.Bool().Draw(t, "pause")})
+	m.afterStep(t)
+}
+
+func (m *model) Flush(t *rapid.T) {
+	m.h.send(&flushEvent{done: make(chan error, 1)})
+	m.afterStep(t)
+}
+
+func (m *model) Leaders(t *rapid.T) {
+	m.h.leaders(copyLeaders(m.leaders))
+	m.afterStep(t)
+}
+
+func (m *model) MoveLeader(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
+	m.afterStep(t)
+}
+
+func (m *model) Produce(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	m.logs[tp].hw += int64(rapid.IntRange(1, 10).Draw(t, "produced"))
+	m.afterStep(t)
+}
+
+func (m *model) Retention(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	lb := m.logs[tp]
+	lb.start = min(lb.hw, lb.start+int64(rapid.IntRange(1, 15).Draw(t, "deleted")))
+	m.afterStep(t)
+}
+
+func (m *model) Recreate(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 5).Draw(t, "new hw"))}
+	m.afterStep(t)
+}
+
+func (m *model) Tick(t *rapid.T) {
+	m.h.advance(time.Duration(rapid.IntRange(10, 3000).Draw(t, "ms")) * time.Millisecond)
+	m.afterStep(t)
+}
+
+// Garbage sends surprising input: results matching nothing in flight,
+// misaligned results, completions of batches never handed out, unknown
+// events. Nothing may change and nothing may panic.
+func (m *model) Garbage(t *rapid.T) {
+	before := m.snap()
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	pos, _ := offsetstore.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
+	fb := offsetstore.NewFetchBatch(int32(rapid.IntRange(1, 4).Draw(t, "broker")), m.gen, 10, []offsetstore.FetchEntry{{Partition: tp, Position: pos}})
+	switch rapid.IntRange(0, 4).Draw(t, "garbage") {
+	case 0:
+		m.h.send(&fetch.Result{Request: fb, Partitions: []fetch.PartitionResult{records(fb.At(0), pos.Offset()+3, 0, 100)}})
+	case 1:
+		m.h.send(&fetch.Result{Request: fb}) // misaligned
+	case 2:
+		rb := offsetstore.NewResolveBatch(m.gen, []offsetstore.ResolveEntry{{Partition: tp, Epoch: pos.Epoch()}})
+		m.h.send(&resolve.Result{Request: rb, Partitions: []resolve.PartitionResult{{LogStart: 0, HighWatermark: 5}, {}}})
+	case 3:
+		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsetstore.Span{Start: 0, End: 1}, nil, 0)
+		m.h.send(&process.Report{Completions: []process.Completion{{Batch: b}, {}}})
+	default:
+		m.h.send(struct{ surprise int }{42})
+	}
+	// A garbage fetch result can match the broker's fetch in flight by
+	// shape; the model keeps its own copy of that fetch, so only check
+	// state when nothing could have matched.
+	if len(m.h.fetches) == 0 && len(m.h.resolves) == 0 {
+		m.requireUnchanged(t, "garbage", before, modelTPs)
+	}
+	m.afterStep(t)
+}
+
+// ---- bookkeeping and invariants -------------------------------------------
+
+// afterStep takes what the coordinator emitted: process messages (fences
+// and batches), notices, and checks new commits.
+func (m *model) afterStep(t *rapid.T) {
+	modelSteps.Add(1)
+	m.dataLoss = map[offsetstore.TopicPartition]bool{}
+	// notices first: a reset explains the next batch's start
+	for _, n := range m.h.notices[m.noticesAt:] {
+		if r := n.Reset; r != nil {
+			if r.DataLoss {
+				m.dataLoss[r.Partition] = true
+				m.base[r.Partition] = r.To
+				m.covered[r.Partition] = map[int64]bool{}
+				m.committed[r.Partition] = -1
+			} else if r.From >= 0 {
+				for o := r.From; o < r.To; o++ {
+					m.covered[r.Partition][o] = true
+				}
+			} else if m.base[r.Partition] < 0 {
+				m.base[r.Partition] = r.To
+			}
+			m.expectNext[r.Partition] = r.To
+		}
+	}
+	m.noticesAt = len(m.h.notices)
+	for _, msg := range m.h.messages {
+		for _, f := range msg.Fences {
+			if f.Epoch > m.fenced[f.Partition] {
+				m.fenced[f.Partition] = f.Epoch
+			}
+			for i := range m.out {
+				if m.out[i].b.Partition() == f.Partition && m.out[i].b.Epoch() <= f.Epoch {
+					m.out[i].fenced = true
+				}
+			}
+		}
+		for _, b := range msg.Batches {
+			tp := b.Partition()
+			if m.revokeDone != nil {
+				t.Fatalf("batch %v of %s handed to processing while its generation is being revoked", b.Span(), tp)
+			}
+			sp := b.Span()
+			if b.Generation() != m.gen {
+				t.Fatalf("(v) batch of generation %d handed out in generation %d", b.Generation(), m.gen)
+			}
+			if want := m.expectNext[tp]; want >= 0 && sp.Start != want {
+				t.Fatalf("(v) %s: batch %v handed out, expected it to start at %d (no reset explains the jump)", tp, sp, want)
+			}
+			if int64(len(b.Records())) != sp.Len() {
+				t.Fatalf("batch %v has %d records", sp, len(b.Records()))
+			}
+			m.expectNext[tp] = sp.End
+			m.out = append(m.out, batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]})
+		}
+	}
+	m.h.messages = nil
+	if m.revokeDone != nil {
+		select {
+		case <-m.revokeDone:
+			m.active = false
+			m.revokeDone = nil
+		default:
+		}
+	}
+	for _, req := range m.h.commits {
+		if !m.checked[req.Batch.ID()] {
+			m.checked[req.Batch.ID()] = true
+			m.checkCommit(t, req)
+		}
+	}
+}
+
+func (m *model) checkCommit(t *rapid.T, req commit.Request) {
+	if req.Batch.Generation() != m.gen || !m.active {
+		t.Fatalf("(iii) commit of generation %d sent while generation %d is current (active=%v)", req.Batch.Generation(), m.gen, m.active)
+	}
+	if req.Store != m.stores[m.gen] {
+		t.Fatalf("(iii) commit routed to another generation's store")
+	}
+	for i := 0; i < req.Batch.Len(); i++ {
+		e := req.Batch.At(i)
+		if prev := m.committed[e.Partition]; e.Offset <= prev && !m.dataLoss[e.Partition] {
+			if prev >= 0 && e.Offset < prev {
+				t.Fatalf("(iii) commit of %s goes backwards: %d after %d", e.Partition, e.Offset, prev)
+			}
+		}
+		if e.Offset > m.committed[e.Partition] {
+			m.committed[e.Partition] = e.Offset
+		}
+	}
+}
+
+// Check runs after every action.
+func (m *model) Check(t *rapid.T) {
+	m.h.checkStructure()
+	c := m.h.c
+	if c.buffered < 0 {
+		t.Fatalf("buffered bytes negative: %d", c.buffered)
+	}
+	for _, p := range c.slots {
+		if p == nil || p.zombie {
+			continue
+		}
+		off, ok := p.wm.Committable()
+		if !ok {
+			continue
+		}
+		tp := p.tp
+		if last := m.lastC[tp]; last >= 0 && off < last && !m.dataLoss[tp] {
+			t.Fatalf("(iii) %s committable went backwards %d -> %d", tp, last, off)
+		}
+		m.lastC[tp] = off
+		if m.base[tp] < 0 || m.dataLoss[tp] {
+			if m.base[tp] < 0 {
+				m.base[tp] = off
+			}
+		}
+		var missing []int64
+		for o := m.base[tp]; o < off; o++ {
+			if !m.covered[tp][o] {
+				missing = append(missing, o)
+			}
+		}
+		if len(missing) > 0 {
+			sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+			t.Fatalf("(iii) %s committable %d passes unprocessed offsets %v (base %d, generation %d, state %v); resets: %+v",
+				tp, off, missing, m.base[tp], m.gen, p.state, m.h.resets(tp))
+		}
+	}
+}

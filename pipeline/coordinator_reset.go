@@ -1,0 +1,220 @@
+package pipeline
+
+// Resolving and resets: lookup results, the reset decision, epochs and
+// the watermark across resets.
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/stages/resolve"
+)
+
+func (c *coordinator) onResolve(r *resolve.Result) {
+	req := r.Request
+	if c.resolverIdle || c.resolveID != req.ID() || len(c.resolving) != req.Len() || len(r.Partitions) != req.Len() {
+		c.ignore("resolve result that matches no lookup in flight")
+		return
+	}
+	c.resolverIdle = true
+	current := req.Generation() == c.gen && c.active
+	for i := range r.Partitions {
+		e := req.At(i)
+		pr := &r.Partitions[i]
+		p := c.lookup(c.resolving[i], e.Partition)
+		if p == nil || p.op != opResolve {
+			c.stale("lookup result of a partition no longer assigned", e.Partition)
+			continue
+		}
+		p.op = opNone
+		if p.zombie {
+			c.bury(p)
+			continue
+		}
+		if !current || e.Epoch != p.epoch || e.Request != p.req ||
+			(p.state != AwaitReset && p.state != AwaitValidation) {
+			c.stale("lookup result", e.Partition)
+			c.needResolve = true
+			c.makeReady(p)
+			continue
+		}
+		if c.revoking {
+			continue
+		}
+		if pr.Err != nil || pr.LogStart < 0 || pr.HighWatermark < pr.LogStart {
+			if pr.NotLeader {
+				c.setLeader(p, -1)
+				c.requestMetadata()
+			}
+			p.backoff(c)
+			c.needResolve = true
+			c.log.Debug("lookup failed; retrying with backoff", zap.Stringer("partition", p.tp), zap.Error(pr.Err),
+				zap.Int64("log_start", pr.LogStart), zap.Int64("high_watermark", pr.HighWatermark))
+			continue
+		}
+		p.failures = 0
+		c.resolved(p, pr)
+	}
+	c.resolving = c.resolving[:0]
+}
+
+// resolved decides where p starts, given the log bounds.
+func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
+	ls, hw := pr.LogStart, pr.HighWatermark
+	var (
+		to       int64
+		reason   offsetstore.ResetReason
+		dataLoss bool
+	)
+	byPolicy := func() bool {
+		req, ok := c.cfg.policy.Request()
+		if !ok {
+			return false
+		}
+		if req.Kind() == offsetstore.StartLatest {
+			to = hw
+		} else {
+			to = ls
+		}
+		return true
+	}
+	switch p.req.Kind() {
+	case offsetstore.StartEarliest:
+		to, reason = ls, offsetstore.ReasonSeek
+	case offsetstore.StartLatest:
+		to, reason = hw, offsetstore.ReasonSeek
+	case offsetstore.StartAtTime:
+		to, reason = pr.TimeOffset, offsetstore.ReasonSeek
+		if to < 0 || to > hw {
+			to = hw
+		}
+		if to < ls {
+			to = ls
+		}
+	case offsetstore.StartByPolicy:
+		reason = offsetstore.ReasonNoCommittedOffset
+		if !byPolicy() {
+			c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: -1, LogStart: ls, HighWatermark: hw})
+			return
+		}
+	default: // an offset to validate
+		off, _ := p.req.Offset()
+		switch {
+		case off < ls:
+			to, reason = ls, offsetstore.ReasonBelowLogStart
+		case off > hw:
+			reason, dataLoss = offsetstore.ReasonAboveHighWatermark, true
+			if !byPolicy() {
+				c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: off, LogStart: ls, HighWatermark: hw})
+				return
+			}
+		default:
+			to = off
+			if p.seek {
+				reason = offsetstore.ReasonSeek
+			}
+		}
+	}
+	if reason == 0 {
+		// validated: resume where we were, same epoch
+		c.startFetching(p, to)
+		return
+	}
+	from := p.from
+	ev := offsetstore.ResetEvent{
+		Partition: p.tp, Reason: reason, From: from, To: to,
+		Skipped:  offsetstore.Skipped(from, to, ls, hw),
+		LogStart: ls, HighWatermark: hw, DataLoss: dataLoss,
+	}
+	c.newEpoch(p)
+	ev.Epoch = p.epoch
+	c.stats.resets.Add(1)
+	c.notices = append(c.notices, Notice{Reset: &ev})
+	lvl := zap.InfoLevel
+	if dataLoss || (ev.Skipped > 0 && reason != offsetstore.ReasonSeek && reason != offsetstore.ReasonNoCommittedOffset) {
+		lvl = zap.WarnLevel
+	}
+	c.log.Check(lvl, "partition reset").Write(zap.Stringer("partition", p.tp), zap.Stringer("reason", reason),
+		zap.Int64("from", from), zap.Int64("to", to), zap.Int64("skipped", ev.Skipped),
+		zap.Int64("log_start", ls), zap.Int64("high_watermark", hw), zap.Bool("data_loss", dataLoss))
+	c.moveWatermark(p, from, to, dataLoss)
+	c.startFetching(p, to)
+}
+
+// moveWatermark applies a reset from `from` to `to` to p's watermark.
+// Batches already handed to processing are not dropped: they finish and
+// count. A forward jump marks the offsets it skips, so the committable
+// offset passes them only after everything before them is processed. A
+// data-loss reset restarts the watermark at the new position, even
+// backwards, and forgets the committed offset so the next commit writes
+// it: the old offsets name records that no longer exist.
+func (c *coordinator) moveWatermark(p *partition, from, to int64, dataLoss bool) {
+	switch _, set := p.wm.Committable(); {
+	case !set || p.wm.Generation() != c.gen:
+		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, to)
+	case dataLoss:
+		p.wm.Restart(p.epoch, to)
+		p.committed = -1
+	case from >= 0 && to > from:
+		p.wm.Skip(offsetstore.Span{Start: from, End: to})
+	}
+}
+
+// newEpoch gives p a new epoch: fetch and lookup results of the old
+// position are stale from now on. Batches already handed to processing are
+// not affected.
+func (c *coordinator) newEpoch(p *partition) {
+	p.epoch = c.nextEpoch()
+}
+
+func (c *coordinator) fenceProcessing(p *partition) {
+	c.toProcess.Fences = append(c.toProcess.Fences, process.Fence{Partition: p.tp, Epoch: p.epoch})
+}
+
+// startFetching moves p to Fetching at offset (>= 0) in its current epoch.
+func (c *coordinator) startFetching(p *partition, offset int64) {
+	pos, err := offsetstore.NewPosition(offset, p.epoch, c.gen)
+	if err != nil {
+		// Cannot happen for bounds the resolver validated; never leave
+		// a hole: stay awaiting and retry the lookup.
+		c.ignore("resolved to an invalid offset", zap.Stringer("partition", p.tp), zap.Error(err))
+		p.backoff(c)
+		c.needResolve = true
+		return
+	}
+	p.state, p.pos, p.hasPos, p.seek, p.from = Fetching, pos, true, false, -1
+	p.req = offsetstore.StartRequest{}
+	if _, set := p.wm.Committable(); !set || p.wm.Generation() != c.gen {
+		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, offset)
+	}
+	c.makeReady(p)
+}
+
+func (c *coordinator) stop(p *partition, err error) {
+	p.state, p.stopErr = Stopped, err
+	p.req = offsetstore.StartRequest{}
+	c.notices = append(c.notices, Notice{Stopped: &PartitionStopped{Partition: p.tp, Err: err}})
+	c.log.Error("partition stopped", zap.Stringer("partition", p.tp), zap.Error(err))
+}
+
+func (c *coordinator) planResolve() {
+	entries := c.scratchR[:0]
+	c.needResolve = false
+	for _, p := range c.slots {
+		if p == nil || p.zombie || !p.needsResolve(c) {
+			continue
+		}
+		p.op = opResolve
+		c.resolving = append(c.resolving, p.slot)
+		entries = append(entries, offsetstore.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch})
+	}
+	c.scratchR = entries[:0]
+	if len(entries) == 0 {
+		return
+	}
+	c.resolverIdle = false
+	rb := offsetstore.NewResolveBatch(c.gen, entries)
+	c.resolveID = rb.ID()
+	c.out.resolve(rb)
+}

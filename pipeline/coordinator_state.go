@@ -1,0 +1,215 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+)
+
+// PartitionState is the state of one assigned partition, named as in the
+// Java client.
+type PartitionState uint8
+
+const (
+	// AwaitReset: the partition has a start request (earliest, latest,
+	// a time, the reset policy) that the resolve stage must turn into
+	// an offset.
+	AwaitReset PartitionState = iota + 1
+	// AwaitValidation: the partition has an offset (committed, sought,
+	// or one the broker called out of range) that is being checked
+	// against the log start and high watermark before fetching.
+	AwaitValidation
+	// Fetching: the partition has an absolute position and is fetched
+	// from it (unless paused).
+	Fetching
+	// Stopped: the partition stopped with an error (reset policy none,
+	// or a record failed with the dead-letter policy stop). It is not
+	// fetched until a Seek restarts it.
+	Stopped
+)
+
+func (s PartitionState) String() string {
+	switch s {
+	case AwaitReset:
+		return "AWAIT_RESET"
+	case AwaitValidation:
+		return "AWAIT_VALIDATION"
+	case Fetching:
+		return "FETCHING"
+	case Stopped:
+		return "STOPPED"
+	}
+	return "UNKNOWN"
+}
+
+// op is the one operation a partition may have in flight.
+type op uint8
+
+const (
+	opNone op = iota
+	opResolve
+	opFetch
+)
+
+// partition is the coordinator's state for one assigned partition. Only
+// the coordinator goroutine touches it.
+type partition struct {
+	tp   offsetstore.TopicPartition
+	slot int
+
+	state PartitionState
+	// req is the pending request in AwaitReset and AwaitValidation.
+	req offsetstore.StartRequest
+	// pos is the position in Fetching; in the other states it is the
+	// last position the partition had, if hasPos.
+	pos    offsetstore.Position
+	hasPos bool
+	// seek is set when the pending request came from Seek, so the reset
+	// event says so.
+	seek bool
+	// from is the offset the pending reset started from (the committed
+	// or current offset), -1 if none.
+	from  int64
+	epoch offsetstore.Epoch
+
+	op       op
+	broker   int32   // broker of the fetch in flight
+	leader   int32   // -1 unknown
+	leaderB  *broker // the leader's broker state, cached
+	paused   bool    // mirrors coordinator.paused for this partition
+	queued   bool    // in its leader's ready list
+	retryAt  time.Time
+	failures int
+
+	wm        offsetstore.Watermark
+	committed int64 // last offset committed in this generation, -1 none
+
+	out      []handout // batches handed to processing and not completed
+	outBytes int64     // their bytes
+
+	stopErr error
+
+	// zombie: released (its generation ended) with an operation still
+	// in flight; kept only until that operation's result arrives.
+	zombie bool
+	// waitZombie: a zombie of the same partition has an operation in
+	// flight; this partition starts nothing until it returns.
+	waitZombie bool
+}
+
+// fetchable reports whether the partition may be put in a fetch now.
+func (p *partition) fetchable(c *coordinator) bool {
+	return p.state == Fetching && p.op == opNone && !p.waitZombie && p.leader >= 0 &&
+		!p.paused && !c.revoking && !p.retryAt.After(c.now)
+}
+
+// handout is the coordinator's record of a batch it handed to
+// processing: what the batch covers is what the coordinator decided when
+// it accepted the fetch, whatever the batch itself says.
+type handout struct {
+	batch *fetch.Batch
+	span  offsetstore.Span
+	epoch offsetstore.Epoch
+	bytes int64
+}
+
+// complete removes bt from the batches handed out and returns its record;
+// ok is false if bt was not handed out (a duplicate or forged completion).
+func (p *partition) complete(bt *fetch.Batch) (h handout, ok bool) {
+	for i := range p.out {
+		if p.out[i].batch == bt {
+			h = p.out[i]
+			last := len(p.out) - 1
+			copy(p.out[i:], p.out[i+1:])
+			p.out[last] = handout{}
+			p.out = p.out[:last]
+			return h, true
+		}
+	}
+	return handout{}, false
+}
+
+// currentOffset is where the partition is, for the From of a reset
+// event: its position; for a stopped partition, where processing stopped
+// (its watermark); else the offset it waits to validate, else its
+// watermark; -1 if it never had one.
+func (p *partition) currentOffset() int64 {
+	switch {
+	case p.state == Stopped:
+	case p.hasPos:
+		return p.pos.Offset()
+	case p.state == AwaitValidation:
+		off, _ := p.req.Offset()
+		return off
+	}
+	if off, ok := p.wm.Committable(); ok {
+		return off
+	}
+	return -1
+}
+
+// needsResolve reports whether the partition waits for a lookup that can
+// be sent now.
+func (p *partition) needsResolve(c *coordinator) bool {
+	return (p.state == AwaitReset || p.state == AwaitValidation) && p.op == opNone && !p.waitZombie &&
+		!c.revoking && !p.retryAt.After(c.now)
+}
+
+// backoff schedules the partition's next attempt after a failure.
+func (p *partition) backoff(c *coordinator) {
+	d := c.cfg.retryBackoff << min(p.failures, 6)
+	if d > c.cfg.maxRetryBackoff || d <= 0 {
+		d = c.cfg.maxRetryBackoff
+	}
+	p.failures++
+	p.retryAt = c.now.Add(d)
+	c.retryPending = true
+}
+
+// broker is the coordinator's view of one fetcher.
+type broker struct {
+	id       int32
+	idle     bool
+	ready    []int               // slots of fetchable partitions this broker leads
+	batch    offsetstore.BatchID // the fetch in flight
+	inflight []int               // slots of the fetch in flight, aligned with its entries
+	reserved int64               // bytes the fetch in flight may return
+}
+
+// PartitionStatus is a snapshot of one assigned partition.
+type PartitionStatus struct {
+	Partition offsetstore.TopicPartition
+	State     PartitionState
+	// Position is the next offset to fetch in Fetching, -1 otherwise.
+	Position int64
+	// Committable is the processed watermark, -1 if the partition has
+	// no starting position yet.
+	Committable int64
+	// Committed is the last offset committed in this generation (or
+	// found committed at assignment), -1 if none.
+	Committed     int64
+	Paused        bool
+	Leader        int32 // -1 unknown
+	BufferedBytes int64 // fetched-but-unfinished bytes of this partition
+	Err           error // why a Stopped partition stopped
+}
+
+func (c *coordinator) snapshot() []PartitionStatus {
+	out := make([]PartitionStatus, 0, len(c.index))
+	for _, p := range c.slots {
+		if p == nil || p.zombie {
+			continue
+		}
+		st := PartitionStatus{Partition: p.tp, State: p.state, Position: -1, Committable: -1, Committed: p.committed,
+			Paused: p.paused, Leader: p.leader, BufferedBytes: p.outBytes, Err: p.stopErr}
+		if p.state == Fetching {
+			st.Position = p.pos.Offset()
+		}
+		if off, ok := p.wm.Committable(); ok {
+			st.Committable = off
+		}
+		out = append(out, st)
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/commit"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/stages/process"
+)
+
+var tp0 = offsetstore.TopicPartition{Topic: "events", Partition: 0}
+
+// TestResetDecisions: where a partition starts for each start request,
+// policy and log bounds (log start 40, high watermark 60 unless said).
+func TestResetDecisions(t *testing.T) {
+	type want struct {
+		reason   offsetstore.ResetReason // 0: no reset event
+		from, to int64
+		skipped  int64
+		dataLoss bool
+		stopped  bool
+	}
+	tests := []struct {
+		name     string
+		policy   offsetstore.ResetPolicy
+		start    offsetstore.StartRequest
+		ls, hw   int64
+		timeOff  int64
+		want     want
+		position int64
+	}{
+		{name: "new group earliest", policy: offsetstore.ResetEarliest, start: offsetstore.ByPolicy(),
+			want: want{reason: offsetstore.ReasonNoCommittedOffset, from: -1, to: 40}, position: 40},
+		{name: "new group latest skips the log", policy: offsetstore.ResetLatest, start: offsetstore.ByPolicy(),
+			want: want{reason: offsetstore.ReasonNoCommittedOffset, from: -1, to: 60, skipped: 20}, position: 60},
+		{name: "new group none stops", policy: offsetstore.ResetNone, start: offsetstore.ByPolicy(),
+			want: want{stopped: true}},
+		{name: "committed in range", policy: offsetstore.ResetLatest, start: offsetstore.Committed(50),
+			want: want{}, position: 50},
+		{name: "committed at high watermark", policy: offsetstore.ResetNone, start: offsetstore.Committed(60),
+			want: want{}, position: 60},
+		{name: "committed below log start resumes at log start whatever the policy", policy: offsetstore.ResetLatest,
+			start: offsetstore.Committed(10),
+			want:  want{reason: offsetstore.ReasonBelowLogStart, from: 10, to: 40, skipped: 30}, position: 40},
+		{name: "committed below log start with none still resumes", policy: offsetstore.ResetNone,
+			start: offsetstore.Committed(10),
+			want:  want{reason: offsetstore.ReasonBelowLogStart, from: 10, to: 40, skipped: 30}, position: 40},
+		{name: "committed above high watermark earliest is data loss", policy: offsetstore.ResetEarliest,
+			start: offsetstore.Committed(500), ls: 0, hw: 7,
+			want: want{reason: offsetstore.ReasonAboveHighWatermark, from: 500, to: 0, dataLoss: true}, position: 0},
+		{name: "committed above high watermark latest", policy: offsetstore.ResetLatest,
+			start: offsetstore.Committed(500), ls: 0, hw: 7,
+			want: want{reason: offsetstore.ReasonAboveHighWatermark, from: 500, to: 7, skipped: 7, dataLoss: true}, position: 7},
+		{name: "committed above high watermark none stops", policy: offsetstore.ResetNone,
+			start: offsetstore.Committed(500), ls: 0, hw: 7, want: want{stopped: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ls, hw := tt.ls, tt.hw
+			if ls == 0 && hw == 0 {
+				ls, hw = 40, 60
+			}
+			h := newCoordHarness(t, coordinatorConfig{policy: tt.policy, validate: true})
+			h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+			store := offsetstore.NewMemoryStore(1)
+			h.assign(1, store, assignedPartition{tp: tp0, start: tt.start})
+			h.answerResolve(h.takeResolve(), bounds(ls, hw))
+			h.checkStructure()
+			rs := h.resets(tp0)
+			st := h.c.snapshot()[0]
+			if tt.want.stopped {
+				var re *offsetstore.ResetError
+				if st.State != Stopped || !errors.As(st.Err, &re) {
+					t.Fatalf("state %v err %v, want Stopped with a *ResetError", st.State, st.Err)
+				}
+				if len(h.fetches) != 0 {
+					t.Fatalf("stopped partition is fetched: %v", h.fetches)
+				}
+				return
+			}
+			if tt.want.reason == 0 {
+				if len(rs) != 0 {
+					t.Fatalf("unexpected reset %+v", rs)
+				}
+			} else {
+				if len(rs) != 1 {
+					t.Fatalf("%d resets, want 1", len(rs))
+				}
+				r := rs[0]
+				if r.Reason != tt.want.reason || r.From != tt.want.from || r.To != tt.want.to || r.Skipped != tt.want.skipped || r.DataLoss != tt.want.dataLoss {
+					t.Fatalf("reset %+v, want %+v", r, tt.want)
+				}
+			}
+			if st.State != Fetching || st.Position != tt.position {
+				t.Fatalf("state %v at %d, want FETCHING at %d", st.State, st.Position, tt.position)
+			}
+			if f := h.takeFetch(1); f.At(0).Position.Offset() != tt.position {
+				t.Fatalf("fetching at %d", f.At(0).Position.Offset())
+			}
+			// the start is committed at the next commit, even backwards
+			// after data loss
+			h.send(&flushEvent{done: make(chan error, 1)})
+			if len(h.commits) == 1 {
+				req := h.commits[0]
+				if err := req.Store.Commit(context.Background(), req.Batch); err != nil {
+					t.Fatal(err)
+				}
+				h.send(&commit.Result{Batch: req.Batch})
+			}
+			if got, ok := store.Offsets()[tp0]; ok && got != tt.position {
+				t.Fatalf("committed %d, want %d", got, tt.position)
+			}
+		})
+	}
+}
+
+// TestRevokeDrainsThenCommits: on revoke the coordinator stops fetching,
+// hands nothing more to processing, waits for the batches being
+// processed, commits exactly the processed watermark under the ending
+// generation, and only then lets go.
+func TestRevokeDrainsThenCommits(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	store := offsetstore.NewMemoryStore(3)
+	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	inflight := h.takeFetch(1) // the next fetch, at 10, is in flight
+	handed := h.messages
+	h.messages = nil
+
+	done := make(chan error, 1)
+	h.send(&revokeEvent{gen: 3, drainBy: h.now.Add(time.Minute), deadline: h.now.Add(2 * time.Minute), done: done})
+	if len(h.messages) != 1 || len(h.messages[0].Fences) != 1 {
+		t.Fatalf("revoke sent %+v to processing, want one fence", h.messages)
+	}
+	h.messages = nil
+	// the fetch in flight comes back with records: they are not handed out
+	h.answerFetch(inflight, func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+	if len(h.messages) != 0 || len(h.fetches) != 0 {
+		t.Fatalf("while revoking: handed %v, fetching %v", h.messages, h.fetches)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("revoke finished (%v) while a batch is being processed", err)
+	default:
+	}
+	// processing finishes the batch it had
+	h.messages = handed
+	h.completeAll()
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits after drain, want 1", len(h.commits))
+	}
+	req := h.commits[0]
+	if req.Batch.Generation() != 3 || req.Batch.Len() != 1 || req.Batch.At(0).Offset != 10 {
+		t.Fatalf("final commit %+v, want offset 10 in generation 3", req.Batch.Entries())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("revoke finished (%v) before the commit was acknowledged", err)
+	default:
+	}
+	if err := req.Store.Commit(context.Background(), req.Batch); err != nil {
+		t.Fatal(err)
+	}
+	h.send(&commit.Result{Batch: req.Batch})
+	if err := <-done; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if got := store.Offsets()[tp0]; got != 10 {
+		t.Fatalf("committed %d, want 10", got)
+	}
+	if len(h.c.snapshot()) != 0 {
+		t.Fatal("partitions still assigned after revoke")
+	}
+}
+
+// TestPauseKeepsPosition: records fetched for a paused partition are not
+// handed out and its position does not move; after resume they are
+// fetched again.
+func TestPauseKeepsPosition(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	h.assign(1, offsetstore.NewMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(5)})
+	inflight := h.takeFetch(1)
+	h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp0}, pause: true, done: make(chan error, 1)})
+	h.answerFetch(inflight, func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 9, 0, 100) })
+	if len(h.messages) != 0 || len(h.fetches) != 0 {
+		t.Fatalf("paused partition: handed %v, fetching %v", h.messages, h.fetches)
+	}
+	if st := h.c.snapshot()[0]; !st.Paused || st.Position != 5 {
+		t.Fatalf("paused status %+v, want paused at 5", st)
+	}
+	h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp0}, pause: false, done: make(chan error, 1)})
+	if f := h.takeFetch(1); f.At(0).Position.Offset() != 5 {
+		t.Fatalf("resumed at %d, want 5", f.At(0).Position.Offset())
+	}
+}
+
+// TestCommitFencedIsNotResent: once the group fences a commit, the
+// generation commits nothing more, and a new generation starts clean.
+func TestCommitFencedIsNotResent(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, commitInterval: time.Second})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	h.assign(1, offsetstore.NewMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 4, 0, 100) })
+	h.completeAll()
+	h.advance(time.Second)
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits, want 1", len(h.commits))
+	}
+	h.send(&commit.Result{Batch: h.commits[0].Batch, Err: offsetstore.ErrGenerationEnded})
+	h.commits = nil
+	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 8, 0, 100) })
+	h.completeAll()
+	h.advance(5 * time.Second)
+	if len(h.commits) != 0 {
+		t.Fatalf("commit resent after the generation was fenced: %+v", h.commits[0].Batch.Entries())
+	}
+}
+
+// TestCoordinatorLoop runs the coordinator on its goroutine: events in,
+// messages for processing out, and it stops with its context.
+func TestCoordinatorLoop(t *testing.T) {
+	fetches := make(chan offsetstore.FetchBatch, 1)
+	c := newCoordinator(coordinatorConfig{policy: offsetstore.ResetEarliest}, coordinatorOutputs{
+		fetch:   func(b offsetstore.FetchBatch) { fetches <- b },
+		resolve: func(offsetstore.ResolveBatch) {},
+	}, nil, nil, time.Now())
+	toProcess := make(chan process.Message)
+	loop := newCoordinatorLoop(c, toProcess, nil, 10*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { loop.run(ctx); close(stopped) }()
+
+	loop.send(ctx, &fetch.Leaders{Leaders: map[offsetstore.TopicPartition]int32{tp0: 1}})
+	loop.send(ctx, &assignEvent{gen: 1, store: offsetstore.NewMemoryStore(1), partitions: []assignedPartition{{tp: tp0, start: offsetstore.Committed(0)}}})
+	f := <-fetches
+	res := &fetch.Result{Request: f, Partitions: []fetch.PartitionResult{records(f.At(0), 3, 0, 3)}}
+	loop.send(ctx, res)
+	m := <-toProcess
+	if len(m.Batches) != 1 || m.Batches[0].Span() != (offsetstore.Span{Start: 0, End: 3}) {
+		t.Fatalf("processing got %+v", m)
+	}
+	st := make(chan []PartitionStatus, 1)
+	loop.send(ctx, &statsEvent{done: st})
+	if s := <-st; len(s) != 1 || s[0].Position != 3 || s[0].BufferedBytes != 3 {
+		t.Fatalf("status %+v", s)
+	}
+	cancel()
+	<-stopped
+	if loop.send(context.Background(), tickEvent{}) {
+		t.Fatal("send succeeded after the loop stopped")
+	}
+}

@@ -1,0 +1,49 @@
+package fetch
+
+import (
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Batch is the records one fetch returned for one partition: the unit the
+// coordinator hands to processing and processing reports done. It is
+// immutable once built.
+//
+// Its span tiles the partition's offsets: it starts at the position that
+// was fetched and ends at the next offset to fetch, so offsets without a
+// record (compacted, transaction markers) are covered too.
+type Batch struct {
+	tp      offsetstore.TopicPartition
+	gen     offsetstore.Generation
+	epoch   offsetstore.Epoch
+	span    offsetstore.Span
+	records []stages.Record
+	bytes   int64
+}
+
+// NewBatch builds a batch. records must be in offset order within span;
+// the batch takes ownership of the slice. bytes is the payload size
+// counted against the byte budget.
+func NewBatch(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch offsetstore.Epoch,
+	span offsetstore.Span, records []stages.Record, bytes int64) *Batch {
+	return &Batch{tp: tp, gen: gen, epoch: epoch, span: span, records: records, bytes: bytes}
+}
+
+// Partition is the batch's partition.
+func (b *Batch) Partition() offsetstore.TopicPartition { return b.tp }
+
+// Generation is the generation the batch was fetched in.
+func (b *Batch) Generation() offsetstore.Generation { return b.gen }
+
+// Epoch is the partition epoch the batch was fetched in.
+func (b *Batch) Epoch() offsetstore.Epoch { return b.epoch }
+
+// Span is the range of offsets the batch covers.
+func (b *Batch) Span() offsetstore.Span { return b.span }
+
+// Records returns the batch's records. They are read-only (see
+// stages.Record).
+func (b *Batch) Records() []stages.Record { return b.records }
+
+// Bytes is the batch's payload size, counted against the byte budget.
+func (b *Batch) Bytes() int64 { return b.bytes }

@@ -1,0 +1,78 @@
+package fetch
+
+import (
+	"fmt"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// Outcome classifies one partition's answer in a fetch response.
+type Outcome uint8
+
+const (
+	// OK: the partition answered without error; Batch holds its
+	// records, if any.
+	OK Outcome = iota
+	// OffsetOutOfRange: the position is outside the log; LogStart and
+	// HighWatermark say where the log is (-1 if the broker did not say).
+	OffsetOutOfRange
+	// NotLeader: the broker does not lead the partition (not leader,
+	// unknown topic or partition, leader epoch fenced): refresh metadata
+	// and route the partition again.
+	NotLeader
+	// Retriable: a transient error (network, timeout, broker busy): back
+	// off and fetch again.
+	Retriable
+	// Fatal: an error that retrying will not fix (authorization,
+	// corrupt record): the partition keeps retrying with a long backoff
+	// and the error is logged with a hint.
+	Fatal
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case OffsetOutOfRange:
+		return "offset_out_of_range"
+	case NotLeader:
+		return "not_leader"
+	case Retriable:
+		return "retriable"
+	case Fatal:
+		return "fatal"
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// PartitionResult is the answer for one entry of a FetchBatch.
+type PartitionResult struct {
+	Outcome       Outcome
+	Err           error // the broker or client error behind a non-OK outcome
+	LogStart      int64 // -1 if unknown
+	HighWatermark int64 // -1 if unknown
+	// Next is the next offset to fetch: the end of Batch's span, or the
+	// fetched position when nothing new arrived. It is greater than the
+	// position without a Batch when the fetch only skipped offsets that
+	// hold no records (transaction markers).
+	Next  int64
+	Batch *Batch // nil when the partition returned no records
+	// Bytes is Batch's payload size (Batch.Bytes()), repeated here so
+	// the coordinator accounts the byte budget without touching the
+	// batch.
+	Bytes int64
+}
+
+// Result answers one FetchBatch: Partitions[i] is the answer for entry i
+// of Request.
+type Result struct {
+	Request    offsetstore.FetchBatch
+	Partitions []PartitionResult
+}
+
+// Leaders is a metadata snapshot: which broker leads each partition of the
+// consumed topics. A partition with no leader maps to -1.
+type Leaders struct {
+	Leaders map[offsetstore.TopicPartition]int32
+	Err     error // the refresh failed; Leaders is empty
+}

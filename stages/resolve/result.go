@@ -1,0 +1,21 @@
+package resolve
+
+import "github.com/fencepost-dev/fencepost/offsetstore"
+
+// PartitionResult is the answer for one entry of a ResolveBatch: the log
+// bounds of the partition and, for an AtTime request, the offset of the
+// first record at or after the time.
+type PartitionResult struct {
+	Err           error // nil, or why the lookup failed (the coordinator retries)
+	NotLeader     bool  // the lookup failed because of stale metadata
+	LogStart      int64
+	HighWatermark int64
+	TimeOffset    int64 // AtTime requests only; -1 if no record is that recent
+}
+
+// Result answers one ResolveBatch: Partitions[i] is the answer for entry
+// i of Request.
+type Result struct {
+	Request    offsetstore.ResolveBatch
+	Partitions []PartitionResult
+}
