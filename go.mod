@@ -3,9 +3,23 @@ module github.com/fencepost-dev/fencepost
 go 1.26.0
 
 require (
+	github.com/segmentio/kafka-go v0.4.51
+	github.com/sourcegraph/conc v0.3.0
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	pgregory.net/rapid v1.3.0
 )
 
-require go.uber.org/multierr v1.10.0 // indirect
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/pierrec/lz4/v4 v4.1.33 // indirect
+	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
+	github.com/xdg-go/scram v1.1.2 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	golang.org/x/text v0.23.0 // indirect
+)

@@ -1,0 +1,310 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// Config configures a Pipeline. Its YAML keys are the configuration
+// file's; the zero value of every field but Kafka.Brokers, Consumer.Group
+// and Consumer.Topics is a useful default (see each field). Call Validate
+// to check it; New does.
+type Config struct {
+	Kafka      KafkaConfig      `yaml:"kafka"`
+	Consumer   ConsumerConfig   `yaml:"consumer"`
+	DeadLetter DeadLetterConfig `yaml:"dead_letter"`
+	// ShutdownTimeout bounds a graceful stop: finish in-flight records,
+	// commit, leave the group. Default 30s.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// KafkaConfig says how to reach the cluster.
+type KafkaConfig struct {
+	// Brokers are bootstrap addresses, host:port. Required.
+	Brokers  []string `yaml:"brokers"`
+	ClientID string   `yaml:"client_id"` // default "fencepost"
+	TLS      *TLS     `yaml:"tls"`
+	SASL     *SASL    `yaml:"sasl"`
+	// DialTimeout bounds connecting to a broker, TLS and SASL included.
+	// Default 10s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// MetadataMaxAge is how old the cached partition leaders may get.
+	// A NotLeader answer refreshes them at once. Default 5s.
+	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
+}
+
+// TLS enables TLS to the brokers.
+type TLS struct {
+	// CAFile is a PEM bundle of CAs to trust; empty means the system
+	// roots.
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are a client certificate (mutual TLS).
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName overrides the name checked in the broker certificate.
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify disables certificate checks (tests only).
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// SASL authenticates to the brokers.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"`
+}
+
+// Secret is a string that never prints: String, Format and logs show
+// "[redacted]". Use string(s) where the value is needed.
+type Secret string
+
+// String implements fmt.Stringer.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer.
+func (s Secret) GoString() string { return s.String() }
+
+// Format implements fmt.Formatter so %v, %s, %q and %#v all redact.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(s.String())) }
+
+// MarshalText redacts, so a marshalled configuration never leaks it.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Secret) UnmarshalText(b []byte) error { *s = Secret(b); return nil }
+
+// Ordering is what the pipeline keeps in order.
+type Ordering string
+
+const (
+	// OrderByPartition processes a partition's records one batch at a
+	// time, in offset order. The default.
+	OrderByPartition Ordering = "partition"
+	// OrderByKey keeps order only among records with the same key:
+	// records of one partition with different keys run concurrently.
+	OrderByKey Ordering = "key"
+)
+
+// ConsumerConfig says what to consume and how.
+type ConsumerConfig struct {
+	// Group is the consumer group id. Required.
+	Group string `yaml:"group"`
+	// Topics to consume. Required.
+	Topics []string `yaml:"topics"`
+	// AutoOffsetReset applies when a partition has no valid committed
+	// offset: earliest (default), latest, or none (stop that partition
+	// with an error).
+	AutoOffsetReset offsetstore.ResetPolicy `yaml:"auto_offset_reset"`
+	// SkipOffsetValidation starts from committed offsets without first
+	// checking them against the log bounds; an out-of-range offset is
+	// then caught by the first fetch instead.
+	SkipOffsetValidation bool `yaml:"skip_offset_validation"`
+	// CommitInterval is how often the processed watermark is committed;
+	// it is also committed on revoke and shutdown. Default 5s.
+	CommitInterval time.Duration `yaml:"commit_interval"`
+	// FetchMaxWait is how long a broker may hold a fetch for data.
+	// Default 500ms.
+	FetchMaxWait time.Duration `yaml:"fetch_max_wait"`
+	// FetchMinBytes a broker waits for before answering. Default 1.
+	FetchMinBytes ByteSize `yaml:"fetch_min_bytes"`
+	// FetchMaxBytes caps one fetch response. Default 50MiB.
+	FetchMaxBytes ByteSize `yaml:"fetch_max_bytes"`
+	// MaxPartitionFetchBytes caps one partition's share of a fetch
+	// response. Default 1MiB.
+	MaxPartitionFetchBytes ByteSize `yaml:"max_partition_fetch_bytes"`
+	// BufferBytes is the budget for fetched-but-unfinished records; a
+	// full budget pauses fetching. Default 64MiB.
+	BufferBytes ByteSize `yaml:"buffer_bytes"`
+	// Ordering is partition (default) or key.
+	Ordering Ordering `yaml:"ordering"`
+	// Concurrency is the most batches processed at once. Default
+	// GOMAXPROCS.
+	Concurrency int `yaml:"concurrency"`
+	// ReadCommitted reads only committed transactional records
+	// (isolation.level=read_committed). Default read_uncommitted.
+	ReadCommitted bool `yaml:"read_committed"`
+	// SessionTimeout: the group evicts a member silent for this long.
+	// Default 30s.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// HeartbeatInterval: how often the member heartbeats. Default 3s.
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// RebalanceTimeout: how long the group waits for members to rejoin
+	// during a rebalance; in-flight work is drained within it. Default
+	// 30s.
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+}
+
+// DeadLetterPolicy says what happens to a record a stage keeps rejecting.
+type DeadLetterPolicy string
+
+const (
+	// DeadLetterTopic writes the record, with error headers, to
+	// DeadLetterConfig.Topic, and the partition continues.
+	DeadLetterTopic DeadLetterPolicy = "topic"
+	// DeadLetterStop stops the record's partition (only that one) with
+	// an error; its offsets before the record are committed.
+	DeadLetterStop DeadLetterPolicy = "stop"
+)
+
+// DeadLetterConfig configures failure handling.
+type DeadLetterConfig struct {
+	// Topic receives failed records. Setting it makes the default
+	// policy "topic".
+	Topic string `yaml:"topic"`
+	// Policy is topic or stop. Default: topic when Topic is set, else
+	// stop (a failed record is never dropped silently).
+	Policy DeadLetterPolicy `yaml:"policy"`
+	// Retries is how often a failing record is retried alone before the
+	// policy applies. Default 3; set -1 for none.
+	Retries int `yaml:"retries"`
+	// Backoff before the first retry; it doubles each time. Default
+	// 100ms.
+	Backoff time.Duration `yaml:"backoff"`
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	defB := func(b *ByteSize, v ByteSize) {
+		if *b == 0 {
+			*b = v
+		}
+	}
+	if c.Kafka.ClientID == "" {
+		c.Kafka.ClientID = "fencepost"
+	}
+	def(&c.Kafka.DialTimeout, 10*time.Second)
+	def(&c.Kafka.MetadataMaxAge, 5*time.Second)
+	k := &c.Consumer
+	def(&k.CommitInterval, 5*time.Second)
+	def(&k.FetchMaxWait, 500*time.Millisecond)
+	defB(&k.FetchMinBytes, 1)
+	defB(&k.FetchMaxBytes, 50*MiB)
+	defB(&k.MaxPartitionFetchBytes, 1*MiB)
+	defB(&k.BufferBytes, 64*MiB)
+	if k.Ordering == "" {
+		k.Ordering = OrderByPartition
+	}
+	if k.Concurrency == 0 {
+		k.Concurrency = runtime.GOMAXPROCS(0)
+	}
+	def(&k.SessionTimeout, 30*time.Second)
+	def(&k.HeartbeatInterval, 3*time.Second)
+	def(&k.RebalanceTimeout, 30*time.Second)
+	d := &c.DeadLetter
+	if d.Policy == "" {
+		d.Policy = DeadLetterStop
+		if d.Topic != "" {
+			d.Policy = DeadLetterTopic
+		}
+	}
+	if d.Retries == 0 {
+		d.Retries = 3
+	} else if d.Retries < 0 {
+		d.Retries = 0
+	}
+	def(&d.Backoff, 100*time.Millisecond)
+	def(&c.ShutdownTimeout, 30*time.Second)
+	return c
+}
+
+// Validate checks the configuration and returns every problem at once,
+// each naming its key.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Kafka.Brokers) == 0 {
+		bad("kafka.brokers", "at least one broker address (host:port) is required")
+	}
+	for i, b := range c.Kafka.Brokers {
+		if host, port, ok := strings.Cut(b, ":"); !ok || host == "" || port == "" {
+			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	if s := c.Kafka.SASL; s != nil {
+		switch strings.ToUpper(s.Mechanism) {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			bad("kafka.sasl.mechanism", "%q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+		}
+		if s.Username == "" {
+			bad("kafka.sasl.username", "required with SASL")
+		}
+	}
+	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		bad("kafka.tls", "cert_file and key_file go together")
+	}
+	k := c.Consumer
+	if k.Group == "" {
+		bad("consumer.group", "a consumer group id is required")
+	}
+	if len(k.Topics) == 0 {
+		bad("consumer.topics", "at least one topic is required")
+	}
+	for i, t := range k.Topics {
+		if t == "" {
+			bad(fmt.Sprintf("consumer.topics[%d]", i), "empty topic name")
+		}
+	}
+	if k.AutoOffsetReset > offsetstore.ResetNone {
+		bad("consumer.auto_offset_reset", "must be earliest, latest or none")
+	}
+	if k.Ordering != OrderByPartition && k.Ordering != OrderByKey {
+		bad("consumer.ordering", "%q is not partition or key", k.Ordering)
+	}
+	if k.Concurrency < 0 {
+		bad("consumer.concurrency", "must be positive")
+	}
+	if k.BufferBytes < k.MaxPartitionFetchBytes {
+		bad("consumer.buffer_bytes", "%v is smaller than max_partition_fetch_bytes (%v): fetching could never start", k.BufferBytes, k.MaxPartitionFetchBytes)
+	}
+	if k.FetchMaxBytes < k.MaxPartitionFetchBytes {
+		bad("consumer.fetch_max_bytes", "%v is smaller than max_partition_fetch_bytes (%v)", k.FetchMaxBytes, k.MaxPartitionFetchBytes)
+	}
+	if k.HeartbeatInterval >= k.SessionTimeout {
+		bad("consumer.heartbeat_interval", "%v must be well below session_timeout (%v)", k.HeartbeatInterval, k.SessionTimeout)
+	}
+	for key, d := range map[string]time.Duration{
+		"consumer.commit_interval": k.CommitInterval, "consumer.fetch_max_wait": k.FetchMaxWait,
+		"consumer.session_timeout": k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
+		"shutdown_timeout": c.ShutdownTimeout, "kafka.dial_timeout": c.Kafka.DialTimeout,
+		"kafka.metadata_max_age": c.Kafka.MetadataMaxAge, "dead_letter.backoff": c.DeadLetter.Backoff,
+	} {
+		if d < 0 {
+			bad(key, "must not be negative")
+		}
+	}
+	switch c.DeadLetter.Policy {
+	case DeadLetterTopic:
+		if c.DeadLetter.Topic == "" {
+			bad("dead_letter.topic", "policy topic needs a topic name")
+		}
+		for _, t := range k.Topics {
+			if t == c.DeadLetter.Topic {
+				bad("dead_letter.topic", "%q is also consumed: failed records would loop", t)
+			}
+		}
+	case DeadLetterStop:
+	default:
+		bad("dead_letter.policy", "%q is not topic or stop", c.DeadLetter.Policy)
+	}
+	return errors.Join(errs...)
+}

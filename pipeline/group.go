@@ -1,0 +1,186 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// member is this process's membership in the consumer group: it turns
+// each kafka-go Generation into an assign event and, when the generation
+// ends, a revoke event it waits for (drain, final commit) before letting
+// kafka-go join the next one.
+type member struct {
+	cfg  Config
+	conn *connection
+	loop *coordinatorLoop
+	log  *zap.Logger
+}
+
+// run is the membership loop. It returns when ctx ends (after the last
+// generation was revoked and the group left) or the group cannot be
+// created.
+func (m *member) run(ctx context.Context) error {
+	k := m.cfg.Consumer
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                k.Group,
+		Brokers:           m.cfg.Kafka.Brokers,
+		Dialer:            m.conn.dialer(),
+		Topics:            k.Topics,
+		HeartbeatInterval: k.HeartbeatInterval,
+		SessionTimeout:    k.SessionTimeout,
+		RebalanceTimeout:  k.RebalanceTimeout,
+		JoinGroupBackoff:  time.Second,
+		StartOffset:       kafka.FirstOffset, // marks "no committed offset"; the coordinator applies the policy
+		Timeout:           m.cfg.Kafka.DialTimeout,
+		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { m.log.Debug("group: " + fmt.Sprintf(f, a...)) }),
+	})
+	if err != nil {
+		return fmt.Errorf("consumer group %q: %w", k.Group, err)
+	}
+	// Closing the group ends the current generation (our revoke runs,
+	// commits, and returns), then leaves the group.
+	stop := context.AfterFunc(ctx, func() { _ = cg.Close() })
+	defer func() {
+		stop()
+		_ = cg.Close()
+	}()
+	failures := 0
+	for {
+		gen, err := cg.Next(context.Background())
+		switch {
+		case errors.Is(err, kafka.ErrGroupClosed):
+			return nil
+		case err != nil:
+			failures++
+			lvl := zap.InfoLevel
+			if failures > 3 {
+				lvl = zap.WarnLevel
+			}
+			m.log.Check(lvl, "joining the consumer group failed; retrying").Write(zap.String("group", k.Group),
+				zap.Int("attempt", failures), zap.Error(err), zap.String("check", groupHint(err)))
+			continue
+		}
+		failures = 0
+		m.generation(ctx, gen)
+	}
+}
+
+func groupHint(err error) string {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kafka.RebalanceInProgress:
+			return "a rebalance is in progress; this resolves itself"
+		case kafka.GroupAuthorizationFailed:
+			return "the principal may not use this group: check the group ACLs"
+		case kafka.InvalidSessionTimeout:
+			return "consumer.session_timeout is outside the broker's group.min/max.session.timeout.ms"
+		case kafka.GroupCoordinatorNotAvailable, kafka.NotCoordinatorForGroup:
+			return "the group coordinator is moving; this resolves itself"
+		}
+	}
+	return "the brokers in kafka.brokers must be reachable"
+}
+
+// generation starts the work of one generation. kafka-go runs fn on its
+// own goroutine and waits for it before joining the next generation.
+func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
+	gen.Start(func(genCtx context.Context) {
+		id := offsetstore.Generation(gen.ID)
+		var parts []assignedPartition
+		for topic, as := range gen.Assignments {
+			for _, a := range as {
+				tp := offsetstore.TopicPartition{Topic: topic, Partition: int32(a.ID)}
+				start := offsetstore.ByPolicy()
+				if a.Offset >= 0 {
+					start = offsetstore.Committed(a.Offset)
+				}
+				parts = append(parts, assignedPartition{tp: tp, start: start})
+			}
+		}
+		sort.Slice(parts, func(i, j int) bool {
+			if parts[i].tp.Topic != parts[j].tp.Topic {
+				return parts[i].tp.Topic < parts[j].tp.Topic
+			}
+			return parts[i].tp.Partition < parts[j].tp.Partition
+		})
+		m.log.Info("generation started", zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID),
+			zap.String("member", gen.MemberID), zap.Int("partitions", len(parts)))
+		store := &generationStore{gen: gen, id: id}
+		if !m.loop.send(ctx, &assignEvent{gen: id, store: store, partitions: parts}) {
+			return
+		}
+		select {
+		case <-genCtx.Done():
+		case <-ctx.Done():
+		}
+		// The generation is over (rebalance) or we are stopping: drain
+		// and commit within the rebalance timeout or the shutdown
+		// deadline.
+		now := time.Now()
+		deadline := now.Add(m.cfg.Consumer.RebalanceTimeout * 3 / 4)
+		if ctx.Err() != nil {
+			// graceful stop: the run's hard deadline is ShutdownTimeout
+			// after ctx ended
+			deadline = now.Add(m.cfg.ShutdownTimeout - m.cfg.ShutdownTimeout/20)
+		}
+		drainBy := now.Add(deadline.Sub(now) * 2 / 3)
+		ev := &revokeEvent{gen: id, drainBy: drainBy, deadline: deadline, done: make(chan error, 1)}
+		rctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
+		defer cancel()
+		if !m.loop.send(rctx, ev) {
+			return
+		}
+		select {
+		case err := <-ev.done:
+			if err != nil {
+				m.log.Warn("revoke finished with an error", zap.Int32("generation", gen.ID), zap.Error(err))
+			} else {
+				m.log.Info("generation ended: in-flight work drained and committed", zap.Int32("generation", gen.ID))
+			}
+		case <-rctx.Done():
+			m.log.Warn("revoke did not finish before its deadline", zap.Int32("generation", gen.ID))
+		}
+	})
+}
+
+// generationStore commits offsets under one group generation.
+type generationStore struct {
+	gen *kafka.Generation
+	id  offsetstore.Generation
+}
+
+// Commit implements offsetstore.CommitStore.
+func (s *generationStore) Commit(ctx context.Context, b offsetstore.CommitBatch) error {
+	if b.Generation() != s.id {
+		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsetstore.ErrStaleGeneration, b.Generation(), s.id)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	offsets := make(map[string]map[int]int64)
+	for i := 0; i < b.Len(); i++ {
+		e := b.At(i)
+		if offsets[e.Partition.Topic] == nil {
+			offsets[e.Partition.Topic] = make(map[int]int64)
+		}
+		offsets[e.Partition.Topic][int(e.Partition.Partition)] = e.Offset
+	}
+	err := s.gen.CommitOffsets(offsets)
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kafka.RebalanceInProgress, kafka.IllegalGeneration, kafka.UnknownMemberId, kafka.NotCoordinatorForGroup, kafka.FencedInstanceID:
+			return fmt.Errorf("%w: %w", offsetstore.ErrGenerationEnded, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,116 @@
+package pipeline
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// connection is what every kafka-go client of a pipeline shares: TLS,
+// SASL, client id.
+type connection struct {
+	brokers  []string
+	clientID string
+	tls      *tls.Config
+	sasl     sasl.Mechanism
+	timeout  time.Duration
+}
+
+func newConnection(c KafkaConfig) (*connection, error) {
+	conn := &connection{brokers: c.Brokers, clientID: c.ClientID, timeout: c.DialTimeout}
+	if c.TLS != nil {
+		t, err := tlsConfig(c.TLS)
+		if err != nil {
+			return nil, err
+		}
+		conn.tls = t
+	}
+	if c.SASL != nil {
+		m, err := saslMechanism(c.SASL)
+		if err != nil {
+			return nil, err
+		}
+		conn.sasl = m
+	}
+	return conn, nil
+}
+
+func tlsConfig(c *TLS) (*tls.Config, error) {
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // opt-in for tests
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", c.CAFile)
+		}
+		t.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}
+
+func saslMechanism(c *SASL) (sasl.Mechanism, error) {
+	switch strings.ToUpper(c.Mechanism) {
+	case "PLAIN":
+		return plain.Mechanism{Username: c.Username, Password: string(c.Password)}, nil
+	case "SCRAM-SHA-256":
+		m, err := scram.Mechanism(scram.SHA256, c.Username, string(c.Password))
+		if err != nil {
+			return nil, fmt.Errorf("kafka.sasl: %w", err)
+		}
+		return m, nil
+	case "SCRAM-SHA-512":
+		m, err := scram.Mechanism(scram.SHA512, c.Username, string(c.Password))
+		if err != nil {
+			return nil, fmt.Errorf("kafka.sasl: %w", err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.Mechanism)
+}
+
+// transport returns a new Transport (each has its own metadata cache and
+// connection pool).
+func (c *connection) transport(metadataTTL time.Duration, topics []string) *kafka.Transport {
+	return &kafka.Transport{
+		Dial:           (&net.Dialer{Timeout: c.timeout}).DialContext,
+		DialTimeout:    c.timeout,
+		IdleTimeout:    time.Minute,
+		MetadataTTL:    metadataTTL,
+		MetadataTopics: topics,
+		ClientID:       c.clientID,
+		TLS:            c.tls,
+		SASL:           c.sasl,
+	}
+}
+
+// dialer returns the Dialer the consumer group's connections use.
+func (c *connection) dialer() *kafka.Dialer {
+	return &kafka.Dialer{
+		ClientID:      c.clientID,
+		Timeout:       c.timeout,
+		DualStack:     true,
+		TLS:           c.tls,
+		SASLMechanism: c.sasl,
+	}
+}
+
+func (c *connection) addr() net.Addr { return kafka.TCP(c.brokers...) }

@@ -1,0 +1,195 @@
+// Package pipeline runs a Kafka stream processor: it joins a consumer
+// group, fetches the partitions it is assigned, runs every record through
+// a chain of stages, and commits the processed offsets so that nothing is
+// lost and little is repeated.
+//
+// One goroutine, the coordinator, owns every partition's state (where it
+// starts, where it is, whether it is paused, what is committed); the
+// stages (resolve, fetch, process, commit) send it events and receive
+// immutable batches. A reset never deletes a partition's position: it
+// replaces it with a start request and a new epoch, and any result of the
+// old epoch is dropped. See docs/architecture.md.
+//
+// A minimal pipeline:
+//
+//	p, err := pipeline.New(pipeline.Config{
+//		Kafka:    pipeline.KafkaConfig{Brokers: []string{"localhost:9092"}},
+//		Consumer: pipeline.ConsumerConfig{Group: "enricher", Topics: []string{"orders"}},
+//	}, pipeline.WithStage("print", stages.StageFunc(print)))
+//	if err != nil { ... }
+//	err = p.Run(ctx) // until ctx ends; then drains, commits, leaves the group
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/process"
+)
+
+// Errors of the Pipeline API.
+var (
+	// ErrNotRunning: Seek, Pause, Resume, Flush and Stats need Run.
+	ErrNotRunning = errors.New("pipeline is not running (call Run first)")
+	// ErrAlreadyStarted: Run was already called; a Pipeline runs once.
+	ErrAlreadyStarted = errors.New("pipeline already started; build a new one to run again")
+)
+
+// Pipeline consumes a consumer group's partitions through a chain of
+// stages. Build it with New, start it with Run. Its methods are safe for
+// concurrent use.
+type Pipeline struct {
+	cfg     Config
+	stages  []process.NamedStage
+	log     *zap.Logger
+	onReset func(offsetstore.ResetEvent)
+	onStop  func(PartitionStopped)
+	sink    process.DeadLetterSink
+	tick    time.Duration
+
+	started atomic.Bool
+	loop    atomic.Pointer[coordinatorLoop]
+	stats   pipelineStats
+}
+
+// Option configures a Pipeline beyond its Config.
+type Option func(*Pipeline)
+
+// WithStage appends a stage to the chain, under a name its errors and
+// dead letters carry. Records flow through stages in the order added.
+func WithStage(name string, s stages.Stage) Option {
+	return func(p *Pipeline) { p.stages = append(p.stages, process.NamedStage{Name: name, Stage: s}) }
+}
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l *zap.Logger) Option { return func(p *Pipeline) { p.log = l } }
+
+// OnReset registers a function called for every reset (reason, from, to,
+// records skipped; DataLoss marks a data-loss reset). It runs on a
+// goroutine of its own, in order; it should not block for long.
+func OnReset(fn func(offsetstore.ResetEvent)) Option { return func(p *Pipeline) { p.onReset = fn } }
+
+// OnPartitionStopped registers a function called when a partition stops
+// (reset policy none, or a record failed with dead_letter policy stop).
+func OnPartitionStopped(fn func(PartitionStopped)) Option {
+	return func(p *Pipeline) { p.onStop = fn }
+}
+
+// WithDeadLetterSink replaces the dead-letter topic with another sink.
+func WithDeadLetterSink(s process.DeadLetterSink) Option { return func(p *Pipeline) { p.sink = s } }
+
+// New checks cfg and returns a Pipeline. It does not connect to Kafka;
+// Run does.
+func New(cfg Config, opts ...Option) (*Pipeline, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{cfg: cfg.withDefaults(), log: zap.NewNop(), tick: 50 * time.Millisecond}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.sink != nil && p.cfg.DeadLetter.Policy == DeadLetterStop && cfg.DeadLetter.Policy == "" {
+		p.cfg.DeadLetter.Policy = DeadLetterTopic
+	}
+	return p, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (p *Pipeline) Config() Config { return p.cfg }
+
+// send delivers an application request to the running coordinator.
+func (p *Pipeline) send(ctx context.Context, ev any) error {
+	l := p.loop.Load()
+	if l == nil {
+		return ErrNotRunning
+	}
+	if !l.send(ctx, ev) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return ErrNotRunning
+	}
+	return nil
+}
+
+func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
+	if err := p.send(ctx, ev); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Seek moves a partition this member owns to where req says: Exact(n),
+// Earliest(), Latest() or AtTime(t). Records already handed to the stages
+// finish; fetching continues from the new position, and a reset event
+// (reason seek) reports the move. A stopped partition restarts. It fails
+// with ErrNotAssigned if the partition is not assigned here now.
+func (p *Pipeline) Seek(ctx context.Context, tp offsetstore.TopicPartition, req offsetstore.StartRequest) error {
+	done := make(chan error, 1)
+	return p.await(ctx, &seekEvent{tp: tp, req: req, done: done}, done)
+}
+
+// Pause stops fetching the partitions. Records already handed to the
+// stages finish; nothing more of these partitions is handed out until
+// Resume. A pause outlives rebalances: a paused partition assigned again
+// stays paused.
+func (p *Pipeline) Pause(ctx context.Context, tps ...offsetstore.TopicPartition) error {
+	done := make(chan error, 1)
+	return p.await(ctx, &pauseEvent{tps: tps, pause: true, done: done}, done)
+}
+
+// Resume undoes Pause.
+func (p *Pipeline) Resume(ctx context.Context, tps ...offsetstore.TopicPartition) error {
+	done := make(chan error, 1)
+	return p.await(ctx, &pauseEvent{tps: tps, pause: false, done: done}, done)
+}
+
+// Flush commits every processed offset now and returns the commit's
+// result (nil if there was nothing to commit).
+func (p *Pipeline) Flush(ctx context.Context) error {
+	done := make(chan error, 1)
+	return p.await(ctx, &flushEvent{done: done}, done)
+}
+
+// Stats returns counters and the state of every assigned partition.
+func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
+	s := p.stats.snapshot()
+	done := make(chan []PartitionStatus, 1)
+	if err := p.send(ctx, &statsEvent{done: done}); err != nil {
+		return s, err
+	}
+	select {
+	case s.Partitions = <-done:
+		return s, nil
+	case <-ctx.Done():
+		return s, ctx.Err()
+	}
+}
+
+// Run consumes until ctx ends, then stops gracefully within
+// ShutdownTimeout: it stops fetching, lets the stages finish the records
+// they hold, commits the processed offsets, and leaves the group. It
+// returns nil after a graceful stop, or an error if the pipeline could
+// not start (the cluster is unreachable within kafka.dial_timeout, a
+// topic does not exist). A Pipeline runs once.
+func (p *Pipeline) Run(ctx context.Context) error {
+	if !p.started.CompareAndSwap(false, true) {
+		return ErrAlreadyStarted
+	}
+	r, err := p.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	return r.run(ctx)
+}

@@ -1,0 +1,45 @@
+package pipeline
+
+import "sync/atomic"
+
+// Stats are a pipeline's counters and the state of its partitions.
+type Stats struct {
+	// BufferedBytes is the payload of records fetched and not yet
+	// finished by the stages; it stays within consumer.buffer_bytes plus
+	// one fetch response.
+	BufferedBytes int64
+	// MaxBufferedBytes is the highest BufferedBytes seen.
+	MaxBufferedBytes int64
+	// RecordsProcessed counts records that finished every stage.
+	RecordsProcessed int64
+	// DeadLetters counts records sent to the dead-letter topic.
+	DeadLetters int64
+	// Resets counts partition resets (see OnReset).
+	Resets int64
+	// StaleDropped counts results dropped because their partition's
+	// epoch or generation had moved on.
+	StaleDropped int64
+	Commits      int64
+	CommitErrors int64
+	// Partitions is the state of every partition assigned now.
+	Partitions []PartitionStatus
+}
+
+type pipelineStats struct {
+	coord       coordinatorStats
+	processed   atomic.Int64
+	deadLetters atomic.Int64
+}
+
+func (s *pipelineStats) snapshot() Stats {
+	return Stats{
+		BufferedBytes:    s.coord.bufferedBytes.Load(),
+		MaxBufferedBytes: s.coord.maxBuffered.Load(),
+		RecordsProcessed: s.processed.Load(),
+		DeadLetters:      s.deadLetters.Load(),
+		Resets:           s.coord.resets.Load(),
+		StaleDropped:     s.coord.staleDropped.Load(),
+		Commits:          s.coord.commits.Load(),
+		CommitErrors:     s.coord.commitErrors.Load(),
+	}
+}

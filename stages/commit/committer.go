@@ -1,0 +1,59 @@
+// Package commit is the pipeline's commit stage: it writes a CommitBatch
+// to the CommitStore of the batch's generation, retrying transient
+// failures, and never resending a batch the group fenced.
+package commit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// Committer runs commits one at a time (the coordinator sends the next
+// only after the previous answered).
+type Committer struct {
+	backoff time.Duration
+	timeout time.Duration
+}
+
+// NewCommitter returns a Committer that retries transient errors with
+// backoff (default 100ms, doubling) for up to timeout (default 10s).
+func NewCommitter(backoff, timeout time.Duration) *Committer {
+	if backoff <= 0 {
+		backoff = 100 * time.Millisecond
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &Committer{backoff: backoff, timeout: timeout}
+}
+
+// Commit writes r.Batch to r.Store. It returns at once on success, on an
+// error wrapping offsetstore.ErrGenerationEnded or ErrStaleGeneration
+// (never retried: the generation is over), or when ctx ends; other
+// errors are retried until the timeout and the last one is returned.
+func (c *Committer) Commit(ctx context.Context, r Request) *Result {
+	if r.Store == nil {
+		return &Result{Batch: r.Batch, Err: errors.New("commit: no store for the generation")}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	wait := c.backoff
+	for attempt := 1; ; attempt++ {
+		err := r.Store.Commit(ctx, r.Batch)
+		if err == nil || errors.Is(err, offsetstore.ErrGenerationEnded) || errors.Is(err, offsetstore.ErrStaleGeneration) {
+			return &Result{Batch: r.Batch, Err: err}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return &Result{Batch: r.Batch, Err: fmt.Errorf("commit of %d partitions failed after %d attempts: %w", r.Batch.Len(), attempt, err)}
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}

@@ -1,0 +1,10 @@
+// Package fetch is the pipeline's fetch stage: one multi-partition Fetch
+// request per broker through a kafka-go Transport, decoded into immutable
+// [Batch]es, and the metadata refresher that tells the coordinator which
+// broker leads each partition.
+//
+// The coordinator decides what to fetch (an offsetstore.FetchBatch) and
+// what to do with the answer; this package only talks to Kafka. Every
+// request is answered: a Fetcher returns one PartitionResult per entry,
+// even when the request fails as a whole.
+package fetch

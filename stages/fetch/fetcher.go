@@ -1,0 +1,298 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	kfetch "github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Config configures a Fetcher. The zero value of each field but Transport
+// and Addr is a useful default.
+type Config struct {
+	// Transport sends the requests; required. Its metadata cache routes
+	// each request to the leader of its partitions.
+	Transport kafka.RoundTripper
+	// Addr is the bootstrap address (kafka.TCP(brokers...)); required.
+	Addr net.Addr
+	// MaxWait is how long the broker may hold a fetch waiting for
+	// MinBytes. Default 500ms.
+	MaxWait time.Duration
+	// MinBytes the broker waits for before answering. Default 1.
+	MinBytes int32
+	// PartitionMaxBytes caps one partition's share of a response.
+	// Default 1 MiB. A batch larger than this is still returned whole.
+	PartitionMaxBytes int32
+	// Timeout bounds one request, MaxWait included. Default MaxWait+10s.
+	Timeout time.Duration
+	// ReadCommitted fetches only committed transactional records.
+	ReadCommitted bool
+}
+
+func (c *Config) defaults() {
+	if c.MaxWait <= 0 {
+		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MinBytes <= 0 {
+		c.MinBytes = 1
+	}
+	if c.PartitionMaxBytes <= 0 {
+		c.PartitionMaxBytes = 1 << 20
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = c.MaxWait + 10*time.Second
+	}
+}
+
+// Fetcher turns FetchBatches into Results. It holds no per-request state
+// and is safe for concurrent use; the pipeline runs one goroutine per
+// broker, each with at most one request in flight.
+type Fetcher struct {
+	cfg Config
+}
+
+// NewFetcher returns a Fetcher.
+func NewFetcher(cfg Config) (*Fetcher, error) {
+	if cfg.Transport == nil || cfg.Addr == nil {
+		return nil, errors.New("fetch: Config.Transport and Config.Addr are required")
+	}
+	cfg.defaults()
+	return &Fetcher{cfg: cfg}, nil
+}
+
+// Fetch sends one Fetch request for every entry of b and returns one
+// result per entry, in order. It never fails as a whole: a request error
+// becomes every entry's outcome.
+func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
+	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
+	req := f.request(b)
+	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	defer cancel()
+	m, err := f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, req)
+	if err == nil && m == nil {
+		err = errors.New("empty fetch response")
+	}
+	var resp *kfetch.Response
+	if err == nil {
+		var ok bool
+		if resp, ok = m.(*kfetch.Response); !ok {
+			err = fmt.Errorf("unexpected fetch response type %T", m)
+		} else if resp.ErrorCode != 0 {
+			err = kafka.Error(resp.ErrorCode)
+		}
+	}
+	if err != nil {
+		outcome := classifyRequestError(err)
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			outcome = Retriable
+		}
+		for i := range res.Partitions {
+			res.Partitions[i] = PartitionResult{Outcome: outcome, Err: fmt.Errorf("fetch from broker %d: %w", b.Broker(), err),
+				LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
+		}
+		return res
+	}
+	answered := make([]bool, b.Len())
+	k := 0 // partitions seen: responses usually follow request order
+	for ti := range resp.Topics {
+		t := &resp.Topics[ti]
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			i := find(b, t.Topic, p.Partition, k)
+			k++
+			if i < 0 || answered[i] {
+				closeRecords(p.RecordSet.Records)
+				continue
+			}
+			answered[i] = true
+			res.Partitions[i] = decode(b, i, p)
+		}
+	}
+	for i, ok := range answered {
+		if !ok {
+			res.Partitions[i] = PartitionResult{Outcome: Retriable, Err: errors.New("partition missing from the fetch response"),
+				LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
+		}
+	}
+	return res
+}
+
+// request builds the wire request: a full fetch (no fetch session) of
+// every entry.
+func (f *Fetcher) request(b offsetstore.FetchBatch) *kfetch.Request {
+	req := &kfetch.Request{
+		ReplicaID:    -1,
+		MaxWaitTime:  int32(f.cfg.MaxWait / time.Millisecond),
+		MinBytes:     f.cfg.MinBytes,
+		MaxBytes:     b.MaxBytes(),
+		SessionID:    0,
+		SessionEpoch: -1, // no fetch session
+	}
+	if f.cfg.ReadCommitted {
+		req.IsolationLevel = 1
+	}
+	for i := 0; i < b.Len(); i++ {
+		e := b.At(i)
+		n := len(req.Topics)
+		if n == 0 || req.Topics[n-1].Topic != e.Partition.Topic {
+			req.Topics = append(req.Topics, kfetch.RequestTopic{Topic: e.Partition.Topic})
+			n++
+		}
+		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, kfetch.RequestPartition{
+			Partition:          e.Partition.Partition,
+			CurrentLeaderEpoch: -1,
+			FetchOffset:        e.Position.Offset(),
+			LogStartOffset:     -1,
+			PartitionMaxBytes:  f.cfg.PartitionMaxBytes,
+		})
+	}
+	return req
+}
+
+// find returns the index of the entry for topic/partition; guess, the
+// index in request order, is tried first.
+func find(b offsetstore.FetchBatch, topic string, partition int32, guess int) int {
+	if guess < b.Len() {
+		if e := b.At(guess); e.Partition.Topic == topic && e.Partition.Partition == partition {
+			return guess
+		}
+	}
+	for i := 0; i < b.Len(); i++ {
+		if e := b.At(i); e.Partition.Topic == topic && e.Partition.Partition == partition {
+			return i
+		}
+	}
+	return -1
+}
+
+// decode turns one partition of a response into a result.
+func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition) PartitionResult {
+	e := b.At(i)
+	at := e.Position.Offset()
+	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at}
+	if pr.Outcome != OK {
+		pr.Err = kafka.Error(p.ErrorCode)
+		closeRecords(p.RecordSet.Records)
+		return pr
+	}
+	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at)
+	if err != nil {
+		pr.Outcome, pr.Err = Retriable, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
+		return pr
+	}
+	pr.Next = next
+	if len(recs) > 0 {
+		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsetstore.Span{Start: at, End: next}, recs, bytes)
+		pr.Bytes = bytes
+	}
+	return pr
+}
+
+func closeRecords(r protocol.RecordReader) {
+	if r == nil {
+		return
+	}
+	for {
+		rec, err := r.ReadRecord()
+		if err != nil {
+			return
+		}
+		closeBytes(rec.Key)
+		closeBytes(rec.Value)
+	}
+}
+
+func closeBytes(b protocol.Bytes) {
+	if b != nil {
+		b.Close()
+	}
+}
+
+// readRecords copies the records at or after `at` out of the response
+// (brokers return whole batches, which may start before the requested
+// offset) and returns them with the next offset to fetch and their payload
+// size. Control batches (transaction markers) are skipped but move next
+// past them.
+func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64) (recs []stages.Record, next, bytes int64, err error) {
+	next = at
+	if r == nil {
+		return nil, next, 0, nil
+	}
+	var readers []protocol.RecordReader
+	if s, ok := r.(*protocol.RecordStream); ok {
+		readers = s.Records
+	} else {
+		readers = []protocol.RecordReader{r}
+	}
+	var arena []byte
+	take := func(src protocol.Bytes) ([]byte, error) {
+		if src == nil {
+			return nil, nil
+		}
+		n := src.Len()
+		if n > cap(arena)-len(arena) {
+			arena = make([]byte, 0, max(n, 64<<10))
+		}
+		dst := arena[len(arena) : len(arena)+n : len(arena)+n]
+		arena = arena[:len(arena)+n]
+		_, err := io.ReadFull(src, dst)
+		src.Close()
+		return dst, err
+	}
+	for _, rr := range readers {
+		if cb, ok := rr.(*protocol.ControlBatch); ok {
+			for {
+				rec, err := cb.ReadRecord()
+				if err != nil {
+					break
+				}
+				if rec.Offset >= next {
+					next = rec.Offset + 1
+				}
+				closeBytes(rec.Key)
+				closeBytes(rec.Value)
+			}
+			continue
+		}
+		for {
+			rec, rerr := rr.ReadRecord()
+			if rerr != nil {
+				if !errors.Is(rerr, io.EOF) {
+					return nil, at, 0, rerr
+				}
+				break
+			}
+			if rec.Offset < next {
+				closeBytes(rec.Key)
+				closeBytes(rec.Value)
+				continue
+			}
+			out := stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Time}
+			if out.Key, err = take(rec.Key); err != nil {
+				return nil, at, 0, err
+			}
+			if out.Value, err = take(rec.Value); err != nil {
+				return nil, at, 0, err
+			}
+			if len(rec.Headers) > 0 {
+				out.Headers = make([]stages.Header, len(rec.Headers))
+				for h, hd := range rec.Headers {
+					out.Headers[h] = stages.Header{Key: hd.Key, Value: hd.Value}
+				}
+			}
+			bytes += int64(out.Size())
+			recs = append(recs, out)
+			next = rec.Offset + 1
+		}
+	}
+	return recs, next, bytes, nil
+}

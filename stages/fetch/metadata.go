@@ -1,0 +1,74 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/createtopics"
+	meta "github.com/segmentio/kafka-go/protocol/metadata"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// Metadata reads partition leaders of the consumed topics from a kafka-go
+// Transport's metadata cache, the same cache that routes fetches, so the
+// coordinator groups partitions the way the transport will send them.
+type Metadata struct {
+	transport kafka.RoundTripper
+	addr      net.Addr
+	topics    []string
+}
+
+// NewMetadata returns a Metadata for topics.
+func NewMetadata(transport kafka.RoundTripper, addr net.Addr, topics []string) *Metadata {
+	return &Metadata{transport: transport, addr: addr, topics: append([]string(nil), topics...)}
+}
+
+// Leaders returns the current leaders. With refresh it first makes the
+// transport reload its metadata from the cluster (after a NotLeader
+// answer the cache is stale; waiting for its TTL would stall fetching).
+func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
+	if refresh {
+		m.refresh(ctx)
+	}
+	r, err := m.transport.RoundTrip(ctx, m.addr, &meta.Request{TopicNames: m.topics})
+	if err != nil {
+		return &Leaders{Err: fmt.Errorf("metadata: %w", err)}
+	}
+	resp, ok := r.(*meta.Response)
+	if !ok {
+		return &Leaders{Err: fmt.Errorf("metadata: unexpected response %T", r)}
+	}
+	leaders := make(map[offsetstore.TopicPartition]int32)
+	var missing []string
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			missing = append(missing, fmt.Sprintf("%s (%v)", t.Name, kafka.Error(t.ErrorCode)))
+			continue
+		}
+		for _, p := range t.Partitions {
+			leader := p.LeaderID
+			if p.ErrorCode != 0 && p.ErrorCode != int16(kafka.ReplicaNotAvailable) {
+				leader = -1
+			}
+			leaders[offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex}] = leader
+		}
+	}
+	l := &Leaders{Leaders: leaders}
+	if len(leaders) == 0 && len(missing) > 0 {
+		l.Err = fmt.Errorf("metadata: no partition of %v is available; check the topic names and that the brokers are up", missing)
+		l.Leaders = nil
+	}
+	return l
+}
+
+// refresh makes the transport reload its cached metadata now. kafka-go's
+// Transport refreshes on a timer, and also after every CreateTopics
+// request; an empty CreateTopics creates nothing and answers at once, so
+// it is the way to ask for a refresh without waiting for the timer.
+// If it fails, the timer still refreshes the cache; nothing else to do.
+func (m *Metadata) refresh(ctx context.Context) {
+	_, _ = m.transport.RoundTrip(ctx, m.addr, &createtopics.Request{})
+}
