@@ -11,36 +11,62 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// kafkaSink writes dead letters to a topic with acks=all.
-type kafkaSink struct {
+// Producer writes records to one topic with acks=all, batching
+// concurrent writes. It implements stages.Producer and
+// process.DeadLetterSink. Records go to the partition their key hashes to
+// (records without a key are spread round-robin).
+type Producer struct {
 	w *kafka.Writer
 }
 
-func newKafkaSink(conn *connection, topic string, metadataTTL time.Duration) *kafkaSink {
-	return &kafkaSink{w: &kafka.Writer{
-		Addr:                   conn.addr(),
-		Topic:                  topic,
-		Balancer:               &kafka.Hash{},
-		RequiredAcks:           kafka.RequireAll,
-		BatchTimeout:           5 * time.Millisecond,
-		Transport:              conn.transport(metadataTTL, nil),
-		AllowAutoTopicCreation: false,
+// NewProducer returns a producer to topic on the cluster cfg describes.
+// It connects lazily, on the first Produce. Close it when done.
+func NewProducer(cfg KafkaConfig, topic string) (*Producer, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("producer: empty topic name")
+	}
+	c := Config{Kafka: cfg}.withDefaults().Kafka
+	conn, err := newConnection(c)
+	if err != nil {
+		return nil, err
+	}
+	return newProducer(conn, topic, c.MetadataMaxAge), nil
+}
+
+func newProducer(conn *connection, topic string, metadataTTL time.Duration) *Producer {
+	return &Producer{w: &kafka.Writer{
+		Addr:         conn.addr(),
+		Topic:        topic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: 2 * time.Millisecond,
+		BatchSize:    1000,
+		Transport:    conn.transport(metadataTTL, []string{topic}),
 	}}
 }
 
-// Send implements process.DeadLetterSink.
-func (s *kafkaSink) Send(ctx context.Context, records []stages.Record) error {
+// Produce writes records and returns once every one is acknowledged.
+func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
+	if len(records) == 0 {
+		return nil
+	}
 	msgs := make([]kafka.Message, len(records))
 	for i, r := range records {
 		msgs[i] = toMessage(r)
 	}
-	if err := s.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("dead-letter topic %q: %w", s.w.Topic, err)
+	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("produce to %q: %w", p.w.Topic, err)
 	}
 	return nil
 }
 
-func (s *kafkaSink) Close() error { return s.w.Close() }
+// Send implements process.DeadLetterSink.
+func (p *Producer) Send(ctx context.Context, records []stages.Record) error {
+	return p.Produce(ctx, records)
+}
+
+// Close flushes and releases the producer's connections.
+func (p *Producer) Close() error { return p.w.Close() }
 
 func toMessage(r stages.Record) kafka.Message {
 	m := kafka.Message{Key: r.Key, Value: r.Value, Time: r.Timestamp}

@@ -41,7 +41,7 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	}
 	r.sink = p.sink
 	if r.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
-		s := newKafkaSink(conn, p.cfg.DeadLetter.Topic, p.cfg.Kafka.MetadataMaxAge)
+		s := newProducer(conn, p.cfg.DeadLetter.Topic, p.cfg.Kafka.MetadataMaxAge)
 		r.sink, r.closeSink = s, s.Close
 	}
 	return r, nil

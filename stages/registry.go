@@ -1,0 +1,180 @@
+package stages
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// OptionType is the type of a stage option's value in a configuration
+// file.
+type OptionType string
+
+// Option types. Expr is a string holding an expression (see package
+// builtin for the language); it is compiled when the stage is built, so a
+// bad expression fails the configuration, not a record.
+const (
+	TypeString     OptionType = "string"
+	TypeInt        OptionType = "int"
+	TypeBool       OptionType = "bool"
+	TypeDuration   OptionType = "duration"
+	TypeExpr       OptionType = "expr"
+	TypeStringList OptionType = "[]string"
+	TypeStringMap  OptionType = "map[string]string"
+)
+
+// OptionSpec documents one option of a stage. Config parsing, the lint
+// command and the "stages" listing all read it: one source of truth.
+type OptionSpec struct {
+	Name     string
+	Type     OptionType
+	Required bool
+	// Default is the value when the option is absent (nil: none). Its
+	// Go type matches Type: string, int, bool, time.Duration, []string,
+	// map[string]string.
+	Default any
+	Doc     string
+	// Enum, if set, lists the allowed values of a string option.
+	Enum []string
+}
+
+// Spec describes a stage that configuration files can name.
+type Spec struct {
+	// Name is the stage's name in configuration files: lower case,
+	// [a-z0-9_].
+	Name string
+	// Summary is one line for the stage listing.
+	Summary string
+	// Options the stage accepts; any other key is an error.
+	Options []OptionSpec
+	// New builds the stage. opts holds every option of Options, checked
+	// and with defaults applied. An error about one option should be an
+	// *OptionError so it is reported at that option's position.
+	New func(opts Options, env Env) (Stage, error)
+}
+
+// Env is what a stage factory may use from the pipeline it runs in.
+type Env struct {
+	// Log is the pipeline's logger, named after the stage.
+	Log *zap.Logger
+	// Stdout is where printing stages write (os.Stdout in the binary, a
+	// buffer in tests).
+	Stdout io.Writer
+	// Producer returns a producer to a topic of the pipeline's cluster
+	// (acks=all), shared by stages writing to the same topic. nil where
+	// no cluster is available (lint).
+	Producer func(topic string) (Producer, error)
+}
+
+// Producer writes records to a Kafka topic. Produce returns nil only
+// once every record is acknowledged by all in-sync replicas.
+type Producer interface {
+	Produce(ctx context.Context, records []Record) error
+}
+
+// Options are a stage's checked option values, by option name.
+type Options map[string]any
+
+// String returns a string (or expr) option; "" if absent.
+func (o Options) String(name string) string { s, _ := o[name].(string); return s }
+
+// Int returns an int option; 0 if absent.
+func (o Options) Int(name string) int { n, _ := o[name].(int); return n }
+
+// Bool returns a bool option; false if absent.
+func (o Options) Bool(name string) bool { b, _ := o[name].(bool); return b }
+
+// Duration returns a duration option; 0 if absent.
+func (o Options) Duration(name string) time.Duration { d, _ := o[name].(time.Duration); return d }
+
+// StringList returns a []string option; nil if absent.
+func (o Options) StringList(name string) []string { l, _ := o[name].([]string); return l }
+
+// StringMap returns a map[string]string option; nil if absent.
+func (o Options) StringMap(name string) map[string]string {
+	m, _ := o[name].(map[string]string)
+	return m
+}
+
+// Has reports whether the option has a value (given, or a default).
+func (o Options) Has(name string) bool { _, ok := o[name]; return ok }
+
+// OptionError is an error about one option of a stage.
+type OptionError struct {
+	Option string
+	Err    error
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("option %q: %v", e.Option, e.Err) }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// Registry maps stage names to their specs. It is safe for concurrent
+// use. Most programs use Default through Register and Lookup.
+type Registry struct {
+	mu    sync.RWMutex
+	specs map[string]Spec
+}
+
+// Default is the registry configuration files are resolved against.
+var Default = &Registry{}
+
+// ErrDuplicate is returned when a stage name is registered twice.
+var ErrDuplicate = errors.New("stage name already registered")
+
+// Register adds a spec. It fails if the name is taken or the spec is
+// incomplete.
+func (r *Registry) Register(s Spec) error {
+	if s.Name == "" || s.New == nil {
+		return errors.New("stage spec needs a Name and a New function")
+	}
+	for _, c := range s.Name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return fmt.Errorf("stage name %q: use lower-case letters, digits and _", s.Name)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.specs == nil {
+		r.specs = map[string]Spec{}
+	}
+	if _, ok := r.specs[s.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicate, s.Name)
+	}
+	r.specs[s.Name] = s
+	return nil
+}
+
+// Lookup returns the spec registered under name.
+func (r *Registry) Lookup(name string) (Spec, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s, ok := r.specs[name]
+	return s, ok
+}
+
+// Specs returns every registered spec, sorted by name.
+func (r *Registry) Specs() []Spec {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Spec, 0, len(r.specs))
+	for _, s := range r.specs {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Register adds a spec to the Default registry; it panics on error, as a
+// registration mistake is a programming error found at start-up (call it
+// from init or main).
+func Register(s Spec) {
+	if err := Default.Register(s); err != nil {
+		panic(err)
+	}
+}
