@@ -43,6 +43,11 @@ func newCoordinatorLoop(c *coordinator, process chan<- process.Message, notices 
 // or the coordinator stopped first.
 func (l *coordinatorLoop) send(ctx context.Context, ev any) bool {
 	select {
+	case <-l.stopped:
+		return false
+	default:
+	}
+	select {
 	case l.events <- ev:
 		return true
 	case <-ctx.Done():

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +101,11 @@ func start(t testing.TB, cfg pipeline.Config, opts ...pipeline.Option) *running 
 	t.Helper()
 	log := zap.NewNop()
 	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
-		log = zaptest.NewLogger(tt, zaptest.Level(zap.InfoLevel))
+		lvl := zap.InfoLevel
+		if os.Getenv("FENCEPOST_TEST_DEBUG") != "" {
+			lvl = zap.DebugLevel
+		}
+		log = zaptest.NewLogger(tt, zaptest.Level(lvl))
 	}
 	p, err := pipeline.New(cfg, append([]pipeline.Option{pipeline.WithLogger(log)}, opts...)...)
 	if err != nil {
@@ -137,3 +142,8 @@ func (r *running) shutdown(t testing.TB) error {
 func values(prefix string) func(int) []byte {
 	return func(i int) []byte { return []byte(fmt.Sprintf("%s-%d", prefix, i)) }
 }
+
+type stagesRecord = stages.Record
+
+// stageFunc adapts a function to a stage.
+type stageFunc = stages.StageFunc

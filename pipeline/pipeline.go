@@ -103,6 +103,17 @@ func New(cfg Config, opts ...Option) (*Pipeline, error) {
 // Config returns the configuration with defaults applied.
 func (p *Pipeline) Config() Config { return p.cfg }
 
+// loopStopped returns a channel closed when the current run's coordinator
+// stopped (a closed channel if none runs).
+func (p *Pipeline) loopStopped() <-chan struct{} {
+	if l := p.loop.Load(); l != nil {
+		return l.stopped
+	}
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
 // send delivers an application request to the running coordinator.
 func (p *Pipeline) send(ctx context.Context, ev any) error {
 	l := p.loop.Load()
@@ -119,6 +130,7 @@ func (p *Pipeline) send(ctx context.Context, ev any) error {
 }
 
 func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
+	stopped := p.loopStopped()
 	if err := p.send(ctx, ev); err != nil {
 		return err
 	}
@@ -127,6 +139,8 @@ func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-stopped:
+		return ErrNotRunning
 	}
 }
 
@@ -174,6 +188,8 @@ func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
 		return s, nil
 	case <-ctx.Done():
 		return s, ctx.Err()
+	case <-p.loopStopped():
+		return s, ErrNotRunning
 	}
 }
 

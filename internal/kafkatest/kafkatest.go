@@ -88,20 +88,46 @@ func (c *Cluster) CreateTopicE(topic string, partitions int32) error {
 	return nil
 }
 
-// Produce writes n records to one partition, each its own batch unless
-// batch is true; value(i) gives the i-th value (key is the same).
+// Produce writes n records to one partition, each in its own record
+// batch (so DeleteRecords can cut between any two); value(i) gives the
+// i-th value, which is also its key.
 func (c *Cluster) Produce(t testing.TB, topic string, partition int32, n int, value func(i int) []byte) {
 	t.Helper()
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		v := value(i)
-		recs[i] = &kgo.Record{Topic: topic, Partition: partition, Key: v, Value: v}
+	if err := c.ProduceE(topic, partition, n, 1, value); err != nil {
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+}
+
+// ProduceE writes n records to one partition in batches of perBatch
+// records and returns the first error.
+func (c *Cluster) ProduceE(topic string, partition int32, n, perBatch int, value func(i int) []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := c.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s/%d: %v", topic, partition, err)
+	cl := c.Client
+	for i := 0; i < n; i += perBatch {
+		recs := make([]*kgo.Record, 0, perBatch)
+		for j := i; j < min(n, i+perBatch); j++ {
+			v := value(j)
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: partition, Key: v, Value: v})
+		}
+		var err error
+		for attempt := 0; ; attempt++ {
+			if err = cl.ProduceSync(ctx, recs...).FirstErr(); err == nil {
+				break
+			}
+			if attempt == 3 {
+				return fmt.Errorf("produce to %s/%d: %w", topic, partition, err)
+			}
+			// A recreated topic has a new id: a fresh client learns it.
+			fresh, ferr := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+			if ferr != nil {
+				return ferr
+			}
+			defer fresh.Close()
+			cl = fresh
+		}
 	}
+	return nil
 }
 
 // Committed returns the group's committed offsets of topic, by partition.

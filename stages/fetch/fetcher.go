@@ -102,6 +102,11 @@ func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 		return res
 	}
 	answered := make([]bool, b.Len())
+	// The records kept are capped at the request's MaxBytes of payload:
+	// the broker counts wire bytes, and compressed batches can hold far
+	// more, so the cap is what bounds memory. Records past it are left
+	// for the next fetch.
+	room := &room{left: int64(b.MaxBytes())}
 	k := 0 // partitions seen: responses usually follow request order
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
@@ -114,7 +119,7 @@ func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 				continue
 			}
 			answered[i] = true
-			res.Partitions[i] = decode(b, i, p)
+			res.Partitions[i] = decode(b, i, p, room)
 		}
 	}
 	for i, ok := range answered {
@@ -174,8 +179,10 @@ func find(b offsetstore.FetchBatch, topic string, partition int32, guess int) in
 	return -1
 }
 
-// decode turns one partition of a response into a result.
-func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition) PartitionResult {
+// decode turns one partition of a response into a result, keeping at
+// most *room bytes of records (at least one record if nothing was kept
+// yet, so a record larger than the room still gets through).
+func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition, room *room) PartitionResult {
 	e := b.At(i)
 	at := e.Position.Offset()
 	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at}
@@ -184,7 +191,7 @@ func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition) Partit
 		closeRecords(p.RecordSet.Records)
 		return pr
 	}
-	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at)
+	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at, room)
 	if err != nil {
 		pr.Outcome, pr.Err = Retriable, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
 		return pr
@@ -221,8 +228,10 @@ func closeBytes(b protocol.Bytes) {
 // (brokers return whole batches, which may start before the requested
 // offset) and returns them with the next offset to fetch and their payload
 // size. Control batches (transaction markers) are skipped but move next
-// past them.
-func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64) (recs []stages.Record, next, bytes int64, err error) {
+// past them. It stops once *room is used up (a record that does not fit
+// is kept only when nothing else was, so one huge record cannot stall
+// the partition); room is decreased by what was kept.
+func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64, room *room) (recs []stages.Record, next, bytes int64, err error) {
 	next = at
 	if r == nil {
 		return nil, next, 0, nil
@@ -248,7 +257,12 @@ func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int6
 		src.Close()
 		return dst, err
 	}
+	full := false
 	for _, rr := range readers {
+		if full {
+			closeRecords(rr)
+			continue
+		}
 		if cb, ok := rr.(*protocol.ControlBatch); ok {
 			for {
 				rec, err := cb.ReadRecord()
@@ -276,6 +290,14 @@ func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int6
 				closeBytes(rec.Value)
 				continue
 			}
+			size := recordSize(rec)
+			if size > room.left && room.kept {
+				closeBytes(rec.Key)
+				closeBytes(rec.Value)
+				closeRecords(rr)
+				full = true
+				break
+			}
 			out := stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Time}
 			if out.Key, err = take(rec.Key); err != nil {
 				return nil, at, 0, err
@@ -289,10 +311,34 @@ func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int6
 					out.Headers[h] = stages.Header{Key: hd.Key, Value: hd.Value}
 				}
 			}
-			bytes += int64(out.Size())
+			bytes += size
+			room.left -= size
+			room.kept = true
 			recs = append(recs, out)
 			next = rec.Offset + 1
 		}
 	}
 	return recs, next, bytes, nil
+}
+
+// recordSize is the payload size of a wire record, as stages.Record.Size
+// counts it.
+func recordSize(r *protocol.Record) int64 {
+	var n int64
+	if r.Key != nil {
+		n += int64(r.Key.Len())
+	}
+	if r.Value != nil {
+		n += int64(r.Value.Len())
+	}
+	for _, h := range r.Headers {
+		n += int64(len(h.Key) + len(h.Value))
+	}
+	return n
+}
+
+// room is what is left of a response's record budget.
+type room struct {
+	left int64
+	kept bool // some record of the response was kept
 }

@@ -1,0 +1,163 @@
+package pipeline_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// processingLog records which member processed which record, in the
+// order processing happened.
+type processingLog struct {
+	mu      sync.Mutex
+	entries []processed
+}
+
+type processed struct {
+	member string
+	tp     offsetstore.TopicPartition
+	offset int64
+}
+
+func (l *processingLog) stage(member string) stages.Stage {
+	return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		l.mu.Lock()
+		for _, r := range in {
+			l.entries = append(l.entries, processed{member, offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Offset})
+		}
+		l.mu.Unlock()
+		return in, nil
+	})
+}
+
+func (l *processingLog) distinct() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[processed]bool{}
+	for _, e := range l.entries {
+		seen[processed{tp: e.tp, offset: e.offset}] = true
+	}
+	return len(seen)
+}
+
+// TestRebalanceUnderLoad: two members consume while a producer runs; a
+// third joins, then one leaves. Nothing is lost; since every revoke drains
+// and commits before the partition moves, nothing is processed twice
+// either; no commit of an old generation reaches the broker; and once a
+// partition moved to a new owner, its old owner processes none of it.
+func TestRebalanceUnderLoad(t *testing.T) {
+	const partitions, perPartition = 6, 400
+	c := kafkatest.New(t, 2)
+	c.CreateTopic(t, "load", partitions)
+
+	// Watch the group from the broker: the generation members sync into,
+	// and the generation of every commit.
+	var latestSync, commits, staleCommits atomic.Int32
+	c.ControlKey(int16(kmsg.SyncGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if g := req.(*kmsg.SyncGroupRequest).Generation; g > latestSync.Load() {
+			latestSync.Store(g)
+		}
+		return nil, nil, false
+	})
+	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		commits.Add(1)
+		if req.(*kmsg.OffsetCommitRequest).Generation < latestSync.Load() {
+			staleCommits.Add(1)
+		}
+		return nil, nil, false
+	})
+
+	log := &processingLog{}
+	cfg := fastConfig(c, "g-load", "load")
+	member := func(name string) *running {
+		return start(t, cfg, pipeline.WithStage("log", log.stage(name)))
+	}
+
+	produced := make(chan error, 1)
+	go func() {
+		for i := 0; i < perPartition; i += 20 {
+			for p := int32(0); p < partitions; p++ {
+				if err := c.ProduceE("load", p, 20, 5, values(fmt.Sprint(i))); err != nil {
+					produced <- err
+					return
+				}
+			}
+			time.Sleep(15 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+
+	a, b := member("a"), member("b")
+	waitFor(t, 20*time.Second, "records to flow", func() bool { return log.distinct() > 300 })
+	cm := member("c")
+	waitFor(t, 20*time.Second, "more records", func() bool { return log.distinct() > 1200 })
+	if err := a.shutdown(t); err != nil {
+		t.Fatalf("member a: %v", err)
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "every record", func() bool { return log.distinct() == partitions*perPartition })
+	waitFor(t, 10*time.Second, "final commits", func() bool {
+		got := c.Committed(t, "g-load", "load")
+		for p := int32(0); p < partitions; p++ {
+			if got[p] != perPartition {
+				return false
+			}
+		}
+		return true
+	})
+	for _, m := range []*running{b, cm} {
+		if err := m.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if n := staleCommits.Load(); n != 0 {
+		t.Fatalf("%d of %d commits reached the broker with an old generation", n, commits.Load())
+	}
+	if latestSync.Load() < 3 {
+		t.Fatalf("only %d generations: the rebalances did not happen", latestSync.Load())
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	byTP := map[offsetstore.TopicPartition][]processed{}
+	for _, e := range log.entries {
+		byTP[e.tp] = append(byTP[e.tp], e)
+	}
+	owners := map[string]bool{}
+	for tp, es := range byTP {
+		// Offsets continue from owner to owner: no duplicate, no gap, so
+		// no old owner processed a record after the partition moved.
+		for i, e := range es {
+			if e.offset != int64(i) {
+				t.Fatalf("%s: record %d processed is offset %d (by %s): duplicates or overlap between owners", tp, i, e.offset, e.member)
+			}
+			owners[e.member] = true
+		}
+		if len(es) != perPartition {
+			t.Fatalf("%s: %d records processed, want %d", tp, len(es), perPartition)
+		}
+	}
+	names := make([]string, 0, len(owners))
+	for o := range owners {
+		names = append(names, o)
+	}
+	sort.Strings(names)
+	if len(names) != 3 {
+		t.Fatalf("owners %v: every member should have owned partitions", names)
+	}
+}
