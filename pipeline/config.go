@@ -120,6 +120,10 @@ type ConsumerConfig struct {
 	FetchMinBytes ByteSize `yaml:"fetch_min_bytes"`
 	// FetchMaxBytes caps one fetch response. Default 50MiB.
 	FetchMaxBytes ByteSize `yaml:"fetch_max_bytes"`
+	// FetchConcurrency is how many fetch requests may be in flight to
+	// one broker at once, each for a different share of its partitions;
+	// responses are decoded in parallel. Default 2.
+	FetchConcurrency int `yaml:"fetch_concurrency"`
 	// MaxPartitionFetchBytes caps one partition's share of a fetch
 	// response. Default 1MiB.
 	MaxPartitionFetchBytes ByteSize `yaml:"max_partition_fetch_bytes"`
@@ -203,6 +207,9 @@ func (c Config) withDefaults() Config {
 	if k.Concurrency == 0 {
 		k.Concurrency = runtime.GOMAXPROCS(0)
 	}
+	if k.FetchConcurrency == 0 {
+		k.FetchConcurrency = 2
+	}
 	def(&k.SessionTimeout, 30*time.Second)
 	def(&k.HeartbeatInterval, 3*time.Second)
 	def(&k.RebalanceTimeout, 30*time.Second)
@@ -272,6 +279,9 @@ func (c Config) Validate() error {
 	}
 	if k.Concurrency < 0 {
 		bad("consumer.concurrency", "must be positive")
+	}
+	if k.FetchConcurrency < 0 || k.FetchConcurrency > 16 {
+		bad("consumer.fetch_concurrency", "must be between 1 and 16")
 	}
 	if k.BufferBytes < k.MaxPartitionFetchBytes {
 		bad("consumer.buffer_bytes", "%v is smaller than max_partition_fetch_bytes (%v): fetching could never start", k.BufferBytes, k.MaxPartitionFetchBytes)

@@ -22,6 +22,7 @@ type coordinatorConfig struct {
 	commitInterval  time.Duration // <= 0: commit only on revoke, shutdown and flush
 	budget          int64         // bytes of fetched-but-unfinished records
 	fetchMaxBytes   int32         // most bytes one fetch request asks for
+	fetchLanes      int           // concurrent fetch requests per broker (default 1)
 	retryBackoff    time.Duration
 	maxRetryBackoff time.Duration
 	metadataBackoff time.Duration // least time between metadata refreshes asked for missing leaders
@@ -92,7 +93,7 @@ type coordinator struct {
 	zombies  map[offsetstore.TopicPartition]int  // released partitions with an operation in flight
 	paused   map[offsetstore.TopicPartition]bool // survives generations
 	leaders  map[offsetstore.TopicPartition]int32
-	brokers  map[int32]*broker
+	brokers  map[fetcherKey]*fetcher
 
 	resolverIdle bool
 	resolving    []int // slots of the resolve in flight, aligned with its entries
@@ -131,6 +132,9 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 	if cfg.fetchMaxBytes <= 0 {
 		cfg.fetchMaxBytes = 50 << 20
 	}
+	if cfg.fetchLanes <= 0 {
+		cfg.fetchLanes = 1
+	}
 	if cfg.budget <= 0 {
 		cfg.budget = 64 << 20
 	}
@@ -145,7 +149,7 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		zombies:      make(map[offsetstore.TopicPartition]int),
 		paused:       make(map[offsetstore.TopicPartition]bool),
 		leaders:      make(map[offsetstore.TopicPartition]int32),
-		brokers:      make(map[int32]*broker),
+		brokers:      make(map[fetcherKey]*fetcher),
 		resolverIdle: true,
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func (c *coordinator) onFetch(r *fetch.Result) {
 	req := r.Request
-	b := c.brokers[req.Broker()]
+	b := c.brokers[fetcherKey{req.Broker(), req.Lane()}]
 	if b == nil || b.idle || b.batch != req.ID() || len(b.inflight) != req.Len() || len(r.Partitions) != req.Len() {
 		c.ignore("fetch result that matches no fetch in flight", zap.Int32("broker", req.Broker()))
 		return
@@ -24,7 +24,7 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 		e := req.At(i)
 		pr := &r.Partitions[i]
 		p := c.lookup(b.inflight[i], e.Partition)
-		if p == nil || p.op != opFetch || p.broker != req.Broker() {
+		if p == nil || p.op != opFetch || p.fetcher != b {
 			c.stale("fetch result of a partition no longer assigned", e.Partition)
 			continue
 		}
@@ -152,20 +152,21 @@ func (c *coordinator) makeReady(p *partition) {
 	if p.queued || !p.fetchable(c) {
 		return
 	}
-	b := p.leaderB
+	b := p.leaderF
 	if b == nil || b.id != p.leader {
-		b = c.brokers[p.leader]
+		k := fetcherKey{broker: p.leader, lane: p.slot % c.cfg.fetchLanes}
+		b = c.brokers[k]
 		if b == nil {
-			b = &broker{id: p.leader, idle: true}
-			c.brokers[p.leader] = b
+			b = &fetcher{id: k.broker, lane: k.lane, idle: true}
+			c.brokers[k] = b
 		}
-		p.leaderB = b
+		p.leaderF = b
 	}
 	b.ready = append(b.ready, p.slot)
 	p.queued = true
 }
 
-func (c *coordinator) planFetch(b *broker) {
+func (c *coordinator) planFetch(b *fetcher) {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
 		return
@@ -178,14 +179,14 @@ func (c *coordinator) planFetch(b *broker) {
 	fb.Grow(len(b.ready))
 	for _, slot := range b.ready {
 		p := c.slots[slot]
-		if p == nil || !p.queued || p.leader != b.id {
+		if p == nil || !p.queued || p.leaderF != b {
 			continue
 		}
 		p.queued = false
 		if !p.fetchable(c) {
 			continue
 		}
-		p.op, p.broker = opFetch, b.id
+		p.op, p.fetcher = opFetch, b
 		b.inflight = append(b.inflight, slot)
 		fb.Add(offsetstore.FetchEntry{Partition: p.tp, Position: p.pos})
 	}
@@ -196,7 +197,7 @@ func (c *coordinator) planFetch(b *broker) {
 	b.idle = false
 	b.reserved = maxBytes
 	c.reserved += maxBytes
-	batch := fb.Build(b.id, c.gen, int32(maxBytes))
+	batch := fb.Build(b.id, b.lane, c.gen, int32(maxBytes))
 	b.batch = batch.ID()
 	c.out.fetch(batch)
 }

@@ -98,6 +98,7 @@ func newModel(t *rapid.T) *model {
 		retryBackoff:    100 * time.Millisecond,
 		maxRetryBackoff: time.Second,
 		metadataBackoff: 200 * time.Millisecond,
+		fetchLanes:      rapid.IntRange(1, 2).Draw(t, "fetch lanes"),
 	}
 	m := &model{
 		h:       newCoordHarness(t, cfg),
@@ -439,7 +440,7 @@ func (m *model) Garbage(t *rapid.T) {
 	before := m.snap()
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	pos, _ := offsetstore.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
-	fb := offsetstore.NewFetchBatch(int32(rapid.IntRange(1, 4).Draw(t, "broker")), m.gen, 10, []offsetstore.FetchEntry{{Partition: tp, Position: pos}})
+	fb := offsetstore.NewFetchBatch(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsetstore.FetchEntry{{Partition: tp, Position: pos}})
 	switch rapid.IntRange(0, 4).Draw(t, "garbage") {
 	case 0:
 		m.h.send(&fetch.Result{Request: fb, Partitions: []fetch.PartitionResult{records(fb.At(0), pos.Offset()+3, 0, 100)}})

@@ -74,11 +74,11 @@ type partition struct {
 	epoch offsetstore.Epoch
 
 	op       op
-	broker   int32   // broker of the fetch in flight
-	leader   int32   // -1 unknown
-	leaderB  *broker // the leader's broker state, cached
-	paused   bool    // mirrors coordinator.paused for this partition
-	queued   bool    // in its leader's ready list
+	fetcher  *fetcher // fetcher of the fetch in flight
+	leader   int32    // -1 unknown
+	leaderF  *fetcher // the fetcher this partition goes to, cached
+	paused   bool     // mirrors coordinator.paused for this partition
+	queued   bool     // in its leader's ready list
 	retryAt  time.Time
 	failures int
 
@@ -167,11 +167,20 @@ func (p *partition) backoff(c *coordinator) {
 	c.retryPending = true
 }
 
-// broker is the coordinator's view of one fetcher.
-type broker struct {
-	id       int32
+// fetcherKey names a fetcher: one of the lanes (concurrent requests) of
+// a broker.
+type fetcherKey struct {
+	broker int32
+	lane   int
+}
+
+// fetcher is the coordinator's view of one fetcher: at most one request
+// in flight, for partitions the broker leads.
+type fetcher struct {
+	id       int32 // broker
+	lane     int
 	idle     bool
-	ready    []int               // slots of fetchable partitions this broker leads
+	ready    []int               // slots of fetchable partitions it fetches next
 	batch    offsetstore.BatchID // the fetch in flight
 	inflight []int               // slots of the fetch in flight, aligned with its entries
 	reserved int64               // bytes the fetch in flight may return

@@ -118,7 +118,7 @@ func (r *runner) run(ctx context.Context) error {
 	metaCh := make(chan struct{}, 1)
 	processCh := make(chan process.Message)
 	noticeCh := make(chan Notice, 64)
-	fetchers := map[int32]chan offsetstore.FetchBatch{}
+	fetchers := map[fetcherKey]chan offsetstore.FetchBatch{}
 
 	var loop *coordinatorLoop
 	coord := newCoordinator(coordinatorConfig{
@@ -127,6 +127,7 @@ func (r *runner) run(ctx context.Context) error {
 		commitInterval:  cfg.Consumer.CommitInterval,
 		budget:          int64(cfg.Consumer.BufferBytes),
 		fetchMaxBytes:   int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
+		fetchLanes:      cfg.Consumer.FetchConcurrency,
 		metadataBackoff: 100 * time.Millisecond,
 	}, coordinatorOutputs{
 		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
@@ -134,10 +135,11 @@ func (r *runner) run(ctx context.Context) error {
 		metadata: func() { trySend(metaCh) },
 		// Called on the coordinator goroutine only: fetchers is its.
 		fetch: func(b offsetstore.FetchBatch) {
-			ch := fetchers[b.Broker()]
+			k := fetcherKey{broker: b.Broker(), lane: b.Lane()}
+			ch := fetchers[k]
 			if ch == nil {
 				ch = make(chan offsetstore.FetchBatch, 1)
-				fetchers[b.Broker()] = ch
+				fetchers[k] = ch
 				wg.Go(func() {
 					serve(runCtx, ch, loop, func(ctx context.Context, b offsetstore.FetchBatch) any { return fetcher.Fetch(ctx, b) })
 				})
