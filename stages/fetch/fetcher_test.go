@@ -1,0 +1,148 @@
+package fetch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+)
+
+// TestFetchDecoding: records below the requested offset are skipped,
+// transaction markers are skipped but the next offset moves past them, the
+// payload cap keeps at least one record, and each partition of a response
+// gets its own outcome.
+func TestFetchDecoding(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "tx", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.TransactionalID("producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: "tx", Partition: 0, Value: []byte{byte('a' + i)}}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// offsets 0..4 are records, 5 is the commit marker; high watermark 6
+	waitHW(t, c, "tx", 0, 6)
+	tr := &kafka.Transport{MetadataTTL: time.Second}
+	defer tr.CloseIdleConnections()
+	f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := offsetstore.TopicPartition{Topic: "tx", Partition: 0}
+	missing := offsetstore.TopicPartition{Topic: "tx", Partition: 9}
+	at := func(offset int64) offsetstore.FetchEntry {
+		pos, _ := offsetstore.NewPosition(offset, 1, 1)
+		return offsetstore.FetchEntry{Partition: tp, Position: pos}
+	}
+	tests := []struct {
+		name     string
+		entry    offsetstore.FetchEntry
+		maxBytes int32
+		offsets  []int64
+		next     int64
+	}{
+		{name: "from the start", entry: at(0), maxBytes: 1 << 20, offsets: []int64{0, 1, 2, 3, 4}, next: 6},
+		{name: "mid-batch skips earlier records", entry: at(3), maxBytes: 1 << 20, offsets: []int64{3, 4}, next: 6},
+		{name: "only the marker", entry: at(5), maxBytes: 1 << 20, offsets: nil, next: 6},
+		{name: "payload cap keeps one record", entry: at(0), maxBytes: 1, offsets: []int64{0}, next: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := offsetstore.NewFetchBatch(0, 0, 1, tt.maxBytes, []offsetstore.FetchEntry{tt.entry})
+			pr := f.Fetch(ctx, b).Partitions[0]
+			if pr.Outcome != fetch.OK || pr.Next != tt.next || pr.HighWatermark != 6 {
+				t.Fatalf("outcome %v err %v next %d hw %d, want ok, next %d, hw 6", pr.Outcome, pr.Err, pr.Next, pr.HighWatermark, tt.next)
+			}
+			var got []int64
+			if pr.Batch != nil {
+				for _, r := range pr.Batch.Records() {
+					got = append(got, r.Offset)
+				}
+				if sp := pr.Batch.Span(); sp.Start != tt.entry.Position.Offset() || sp.End != pr.Next || pr.Bytes != pr.Batch.Bytes() {
+					t.Fatalf("span %v bytes %d/%d", sp, pr.Bytes, pr.Batch.Bytes())
+				}
+			}
+			if len(got) != len(tt.offsets) {
+				t.Fatalf("offsets %v, want %v", got, tt.offsets)
+			}
+			for i := range got {
+				if got[i] != tt.offsets[i] {
+					t.Fatalf("offsets %v, want %v", got, tt.offsets)
+				}
+			}
+		})
+	}
+	// A partition the transport has no metadata for fails the whole
+	// request before it is sent (kafka-go cannot route it): every entry
+	// gets NotLeader, which makes the coordinator refresh metadata.
+	pos, _ := offsetstore.NewPosition(0, 1, 1)
+	b := offsetstore.NewFetchBatch(0, 0, 1, 1<<20, []offsetstore.FetchEntry{at(0), {Partition: missing, Position: pos}})
+	res := f.Fetch(ctx, b)
+	if res.Partitions[0].Outcome != fetch.NotLeader || res.Partitions[1].Outcome != fetch.NotLeader {
+		t.Fatalf("outcomes %v and %v, want not_leader for both", res.Partitions[0].Outcome, res.Partitions[1].Outcome)
+	}
+}
+
+// TestFetchPerPartitionErrors: in one response, each partition's error is
+// its own: a NotLeader on one leaves the other's records intact.
+func TestFetchPerPartitionErrors(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "two", 2)
+	c.Produce(t, "two", 0, 3, func(i int) []byte { return []byte{byte(i)} })
+	c.Produce(t, "two", 1, 3, func(i int) []byte { return []byte{byte(i)} })
+	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "two", Partitions: []int32{0}, Err: kerr.NotLeaderForPartition})
+	tr := &kafka.Transport{MetadataTTL: time.Second}
+	defer tr.CloseIdleConnections()
+	f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []offsetstore.FetchEntry
+	for p := int32(0); p < 2; p++ {
+		pos, _ := offsetstore.NewPosition(0, 1, 1)
+		entries = append(entries, offsetstore.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "two", Partition: p}, Position: pos})
+	}
+	res := f.Fetch(context.Background(), offsetstore.NewFetchBatch(0, 0, 1, 1<<20, entries))
+	p0, p1 := res.Partitions[0], res.Partitions[1]
+	if p0.Outcome != fetch.NotLeader || p0.Batch != nil || p0.Next != 0 {
+		t.Fatalf("partition 0: %v %v next %d, want not_leader with nothing", p0.Outcome, p0.Err, p0.Next)
+	}
+	if p1.Outcome != fetch.OK || p1.Batch == nil || len(p1.Batch.Records()) != 3 || p1.Next != 3 {
+		t.Fatalf("partition 1: %v %v next %d, want its 3 records", p1.Outcome, p1.Err, p1.Next)
+	}
+}
+
+func waitHW(t *testing.T, c *kafkatest.Cluster, topic string, p int32, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, hw := c.Bounds(t, topic, p); hw == want {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%s/%d high watermark %d, want %d", topic, p, hw, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
