@@ -3,6 +3,7 @@ module github.com/fencepost-dev/fencepost
 go 1.26.0
 
 require (
+	github.com/expr-lang/expr v1.17.8
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/sourcegraph/conc v0.3.0
 	github.com/twmb/franz-go v1.22.3

@@ -1,0 +1,144 @@
+package builtin
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// marshalJSON is compact JSON without HTML escaping (a record value is
+// not HTML).
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// toBytes converts an expression's result to record bytes: a string to
+// its bytes, []byte as is, nil to nil (a null key, value or header), any
+// other value to its JSON encoding.
+func toBytes(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(x), nil
+	case []byte:
+		return x, nil
+	}
+	b, err := marshalJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("result of type %T has no JSON encoding: %w", v, err)
+	}
+	return b, nil
+}
+
+// transform computes new key, value and headers of a record from the
+// expressions of a map or produce stage. A nil key or value program
+// keeps the input's.
+type transform struct {
+	key, value *program
+	headers    []headerProgram // sorted by name
+	uses       uses
+}
+
+type headerProgram struct {
+	name string
+	prog *program
+}
+
+// compileTransform compiles the key, value and headers options (each
+// optional) of a stage.
+func compileTransform(opts stages.Options) (*transform, error) {
+	t := &transform{}
+	var err error
+	if opts.Has("key") {
+		if t.key, err = compile("key", "key", opts.String("key"), false); err != nil {
+			return nil, err
+		}
+		t.uses |= t.key.uses
+	}
+	if opts.Has("value") {
+		if t.value, err = compile("value", "value", opts.String("value"), false); err != nil {
+			return nil, err
+		}
+		t.uses |= t.value.uses
+	}
+	hs := opts.StringMap("headers")
+	names := make([]string, 0, len(hs))
+	for name := range hs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p, err := compile("headers", fmt.Sprintf("headers[%q]", name), hs[name], false)
+		if err != nil {
+			return nil, err
+		}
+		t.headers = append(t.headers, headerProgram{name: name, prog: p})
+		t.uses |= p.uses
+	}
+	return t, nil
+}
+
+// apply returns r with the transform's parts replaced; unchanged parts
+// share r's slices. e must have r loaded. r itself is not modified.
+func (t *transform) apply(e *evaluator, r stages.Record) (stages.Record, error) {
+	var err error
+	if t.key != nil {
+		if r.Key, err = t.eval(e, t.key); err != nil {
+			return r, err
+		}
+	}
+	if t.value != nil {
+		if r.Value, err = t.eval(e, t.value); err != nil {
+			return r, err
+		}
+	}
+	if len(t.headers) == 0 {
+		return r, nil
+	}
+	hs := make([]stages.Header, 0, len(r.Headers)+len(t.headers))
+	for _, h := range r.Headers {
+		if !t.setsHeader(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	for _, hp := range t.headers {
+		v, err := t.eval(e, hp.prog)
+		if err != nil {
+			return r, err
+		}
+		hs = append(hs, stages.Header{Key: hp.name, Value: v})
+	}
+	r.Headers = hs
+	return r, nil
+}
+
+func (t *transform) eval(e *evaluator, p *program) ([]byte, error) {
+	v, err := e.run(p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := toBytes(v)
+	if err != nil {
+		return nil, &EvalError{Expr: p.label, Err: err}
+	}
+	return b, nil
+}
+
+func (t *transform) setsHeader(name string) bool {
+	for _, hp := range t.headers {
+		if hp.name == name {
+			return true
+		}
+	}
+	return false
+}

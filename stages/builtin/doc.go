@@ -1,0 +1,69 @@
+// Package builtin holds the stages every fencepost binary knows. Importing
+// it (blank import is enough) registers them in stages.Default:
+//
+//	filter   if: expr (required)             keep records for which if is true
+//	map      value, key: expr; headers: map  rewrite value, key or headers
+//	json     require: []string               fail records that are not valid JSON
+//	produce  topic (required); key, value:   write to a topic, pass the input on
+//	         expr; headers: map               once the write is acknowledged
+//	log      format: text|json|value;        print records to Env.Stdout
+//	         every: int                       (stdout is the same stage)
+//
+// # Expressions
+//
+// Options of type expr (and the values of the headers maps) are
+// expressions in the expr language (https://expr-lang.org). Each is
+// compiled once, when the stage is built, and type-checked against the
+// variables below: a syntax error, an unknown name or a known wrong type
+// (a filter condition that is a string, say) fails the configuration
+// with a *stages.OptionError naming the option, not a record.
+//
+// The variables describe the record being processed:
+//
+//	key        string             the key ("" if null)
+//	value      string             the value ("" if null)
+//	headers    map[string]string  the headers; of repeated names the last wins
+//	topic      string             the source topic
+//	partition  int                the source partition
+//	offset     int                the source offset
+//	timestamp  time.Time          the record's timestamp
+//	json       any                the value parsed as JSON: map, array, number
+//	                              (float64), string, bool; nil if the value
+//	                              is not valid JSON (or is null)
+//
+// Besides expr's built-in functions and operators (string, list and time
+// functions, ?. and ?? for missing fields, "in", matches, ...), toJSON(x)
+// returns x encoded as compact JSON. Examples:
+//
+//	json?.status == "paid" && (json?.amount ?? 0) > 100
+//	headers["tenant"] in ["a", "b"]
+//	{"id": json.id, "total": json.amount * 1.2, "seen": timestamp}
+//	upper(key)
+//
+// json is parsed at most once per record, and only by stages whose
+// expressions name it; key, value and headers are read without copying.
+// In a map or produce stage every expression sees the input record: the
+// value expression's key is the old key, whatever the key expression says.
+//
+// An expression that fails at run time (json.id where json is nil, a
+// string compared with a number) fails that record only: the pipeline
+// retries it and then dead-letters it or stops, by policy. A filter
+// condition must be a bool: a nil result (json.missing, say) fails the
+// record. Write json?.field == "x", or json?.n ?? 0, to give a missing
+// field a value.
+//
+// # Results
+//
+// The result of a key, value or header expression becomes bytes: a
+// string is its bytes, nil is null (a null key or value, a header with a
+// null value), and any other value is its JSON encoding: true, 42, 1.5,
+// {"a":1}. So map's value: '{"id": json.id}' writes a JSON object, and
+// value: 'toJSON(json.items)' and value: 'json.items' write the same bytes.
+//
+// # Contract
+//
+// Every stage here leaves its input records untouched (outputs are new
+// records sharing the unchanged slices), is safe for concurrent use, and
+// reports records that fail in a *stages.RecordErrors so only they are
+// retried.
+package builtin

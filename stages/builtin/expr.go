@@ -1,0 +1,218 @@
+package builtin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Variable names of the language (see the package documentation).
+const (
+	varKey       = "key"
+	varValue     = "value"
+	varHeaders   = "headers"
+	varTopic     = "topic"
+	varPartition = "partition"
+	varOffset    = "offset"
+	varTimestamp = "timestamp"
+	varJSON      = "json"
+)
+
+// envTypes gives the checker the type of every variable. The run-time
+// environment is a map of the same shape: expr reads a map[string]any
+// without reflection.
+var envTypes = types.Map{
+	varKey: types.String, varValue: types.String, varHeaders: types.TypeOf(map[string]string(nil)),
+	varTopic: types.String, varPartition: types.Int, varOffset: types.Int,
+	varTimestamp: types.TypeOf(time.Time{}), varJSON: types.Any,
+}
+
+// uses says which variables an expression reads, so a record is only
+// converted or parsed as far as needed.
+type uses uint8
+
+const (
+	useKey uses = 1 << iota
+	useValue
+	useHeaders
+	useJSON
+	useTopic
+	usePartition
+	useOffset
+	useTimestamp
+	useAll uses = 1<<iota - 1
+)
+
+var useOf = map[string]uses{
+	varKey: useKey, varValue: useValue, varHeaders: useHeaders, varJSON: useJSON,
+	varTopic: useTopic, varPartition: usePartition, varOffset: useOffset, varTimestamp: useTimestamp,
+	"$env": useAll,
+}
+
+// usage is an expr patcher that only looks: it records the variables the
+// expression names.
+type usage struct{ u uses }
+
+func (v *usage) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		v.u |= useOf[id.Value]
+	}
+}
+
+// program is one compiled expression of a stage option.
+type program struct {
+	label string // what error messages name: `if`, `value`, `headers["x"]`
+	prog  *vm.Program
+	uses  uses
+}
+
+// toJSONFunc is the toJSON(x) helper of the language: compact JSON.
+var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
+	b, err := marshalJSON(params[0])
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}, new(func(any) string))
+
+// compile compiles src once, at build time. A syntax or type error is an
+// *stages.OptionError naming option, carrying expr's message. wantBool
+// rejects expressions whose type is known and not bool. (expr.AsBool is
+// not used: it turns a nil result into false at run time, and a
+// condition that is not a bool must fail its record.)
+func compile(option, label, src string, wantBool bool) (*program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, &stages.OptionError{Option: option, Err: fmt.Errorf("%s: empty expression", label)}
+	}
+	u := &usage{}
+	p, err := expr.Compile(src, expr.Env(envTypes), toJSONFunc, expr.Patch(u))
+	if err == nil && wantBool {
+		if t := p.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+			err = fmt.Errorf("the expression's type is %s; a condition must be a bool (write a comparison such as value == \"x\")", t)
+		}
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "unknown name") {
+			err = fmt.Errorf("%w\n(the variables are key, value, headers, topic, partition, offset, timestamp, json)", err)
+		}
+		if label != option {
+			err = fmt.Errorf("%s: %w", label, err)
+		}
+		return nil, &stages.OptionError{Option: option, Err: err}
+	}
+	return &program{label: label, prog: p, uses: u.u}, nil
+}
+
+// evaluator runs programs over records. It is not safe for concurrent
+// use: a stage makes one per Process call and reuses it for every record
+// of the batch, so the VM's stack and the environment are allocated once
+// per batch.
+type evaluator struct {
+	vm      vm.VM
+	env     map[string]any
+	headers map[string]string
+	uses    uses
+}
+
+func newEvaluator(u uses) *evaluator {
+	return &evaluator{uses: u, env: make(map[string]any, len(envTypes))}
+}
+
+// load sets the variables the programs use to r's. Key, value and header
+// values alias r's bytes without copying: records are read-only and
+// never reused (see stages.Record), and every result is converted to
+// fresh bytes before the next load.
+func (e *evaluator) load(r *stages.Record) {
+	u, env := e.uses, e.env
+	if u&useKey != 0 {
+		env[varKey] = bytesString(r.Key)
+	}
+	if u&useValue != 0 {
+		env[varValue] = bytesString(r.Value)
+	}
+	if u&useTopic != 0 {
+		env[varTopic] = r.Topic
+	}
+	if u&usePartition != 0 {
+		env[varPartition] = int(r.Partition)
+	}
+	if u&useOffset != 0 {
+		env[varOffset] = int(r.Offset)
+	}
+	if u&useTimestamp != 0 {
+		env[varTimestamp] = r.Timestamp
+	}
+	if u&useHeaders != 0 {
+		if e.headers == nil {
+			e.headers = make(map[string]string, len(r.Headers))
+			env[varHeaders] = e.headers
+		} else {
+			clear(e.headers)
+		}
+		for _, h := range r.Headers { // the last header of a name wins, as in Record.Header
+			e.headers[h.Key] = bytesString(h.Value)
+		}
+	}
+	if u&useJSON != 0 {
+		var v any
+		if json.Unmarshal(r.Value, &v) != nil {
+			v = nil
+		}
+		env[varJSON] = v
+	}
+}
+
+// run evaluates p over the loaded record.
+func (e *evaluator) run(p *program) (any, error) {
+	out, err := e.vm.Run(p.prog, e.env)
+	if err != nil {
+		return nil, &EvalError{Expr: p.label, Err: err}
+	}
+	return out, nil
+}
+
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// EvalError is a record's failure to evaluate an expression: a runtime
+// error of the expression (a missing field, a type mismatch), a result
+// of the wrong type, or a result that cannot be converted.
+type EvalError struct {
+	// Expr names the expression: the option ("if", "value", "key") or
+	// the header (`headers["name"]`).
+	Expr string
+	Err  error
+}
+
+// Error is one line (it ends up in a dead-letter header): expr's message
+// and position, without the source snippet.
+func (e *EvalError) Error() string {
+	var fe *file.Error
+	if errors.As(e.Err, &fe) {
+		hint := ""
+		if strings.Contains(fe.Message, "from <nil>") {
+			hint = "; write ?. where a field may be missing or json is nil (json?.a?.b)"
+		}
+		return fmt.Sprintf("expression %s: %s (column %d)%s", e.Expr, fe.Message, fe.Column+1, hint)
+	}
+	return fmt.Sprintf("expression %s: %v", e.Expr, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *EvalError) Unwrap() error { return e.Err }

@@ -1,0 +1,74 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+func init() {
+	stages.Register(stages.Spec{
+		Name:    "filter",
+		Summary: "keep the records for which an expression is true",
+		Options: []stages.OptionSpec{{
+			Name:     "if",
+			Type:     stages.TypeExpr,
+			Required: true,
+			Doc: "expression evaluated per record; the record is kept if it is true and dropped if false. " +
+				"A result that is not a bool (nil included) fails the record.",
+		}},
+		New: newFilter,
+	})
+}
+
+// filter keeps the records its expression is true for.
+type filter struct {
+	cond *program
+}
+
+func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
+	p, err := compile("if", "if", opts.String("if"), true)
+	if err != nil {
+		return nil, err
+	}
+	return &filter{cond: p}, nil
+}
+
+// Process returns the records the condition holds for, sharing them with
+// in. A record whose evaluation fails is reported in a
+// *stages.RecordErrors.
+func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+	e := newEvaluator(f.cond.uses)
+	out := make([]stages.Record, 0, len(in))
+	var errs map[int]error
+	for i := range in {
+		e.load(&in[i])
+		v, err := e.run(f.cond)
+		if err == nil {
+			keep, ok := v.(bool)
+			if ok {
+				if keep {
+					out = append(out, in[i])
+				}
+				continue
+			}
+			err = &EvalError{Expr: f.cond.label, Err: fmt.Errorf("result is %s, not a bool (write a comparison, e.g. json?.status == \"ok\")", typeName(v))}
+		}
+		if errs == nil {
+			errs = map[int]error{}
+		}
+		errs[i] = err
+	}
+	if errs != nil {
+		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	}
+	return out, nil
+}
+
+func typeName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,167 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+var logOptions = []stages.OptionSpec{
+	{Name: "format", Type: stages.TypeString, Default: "text", Enum: []string{"text", "json", "value"},
+		Doc: "text: topic/partition@offset, time, quoted key, value and headers; " +
+			"json: one JSON object per record; value: the raw value"},
+	{Name: "every", Type: stages.TypeInt, Default: 1,
+		Doc: "print one record in every N (counted over all partitions); 1 prints every record"},
+}
+
+func init() {
+	for _, name := range []string{"log", "stdout"} {
+		stages.Register(stages.Spec{
+			Name:    name,
+			Summary: "print records to standard output, one line each, and pass them on",
+			Options: logOptions,
+			New:     newLog,
+		})
+	}
+}
+
+// logStage prints records. One Write per record, under mu, so lines of
+// concurrent partitions never interleave.
+type logStage struct {
+	format string
+	every  uint64
+	n      atomic.Uint64 // records seen
+	mu     sync.Mutex
+	w      io.Writer
+}
+
+func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
+	s := &logStage{format: opts.String("format"), w: env.Stdout}
+	switch s.format {
+	case "text", "json", "value":
+	default:
+		return nil, &stages.OptionError{Option: "format", Err: errors.New("must be text, json or value")}
+	}
+	every := opts.Int("every")
+	if every < 1 {
+		return nil, &stages.OptionError{Option: "every", Err: errors.New("must be at least 1")}
+	}
+	s.every = uint64(every)
+	if s.w == nil {
+		s.w = io.Discard
+	}
+	return s, nil
+}
+
+// Process prints the sampled records and returns in itself. A failed
+// write fails that record (in a *stages.RecordErrors).
+func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+	var line bytes.Buffer
+	var errs map[int]error
+	for i := range in {
+		if (s.n.Add(1)-1)%s.every != 0 {
+			continue
+		}
+		line.Reset()
+		s.format1(&line, &in[i])
+		line.WriteByte('\n')
+		s.mu.Lock()
+		_, err := s.w.Write(line.Bytes())
+		s.mu.Unlock()
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+			}
+			errs[i] = err
+		}
+	}
+	if errs != nil {
+		out := make([]stages.Record, 0, len(in)-len(errs))
+		for i := range in {
+			if _, failed := errs[i]; !failed {
+				out = append(out, in[i])
+			}
+		}
+		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	}
+	return in, nil
+}
+
+func (s *logStage) format1(b *bytes.Buffer, r *stages.Record) {
+	switch s.format {
+	case "value":
+		b.Write(r.Value)
+	case "json":
+		jr := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: str(r.Key), Value: str(r.Value)}
+		if !r.Timestamp.IsZero() {
+			jr.Timestamp = r.Timestamp.UTC().Format(time.RFC3339Nano)
+		}
+		if len(r.Headers) > 0 {
+			jr.Headers = make(map[string]*string, len(r.Headers))
+			for _, h := range r.Headers {
+				jr.Headers[h.Key] = str(h.Value)
+			}
+		}
+		j, err := marshalJSON(jr)
+		if err != nil { // not possible for these field types; print why instead of the record
+			j = strconv.AppendQuote(nil, err.Error())
+		}
+		b.Write(j)
+	default:
+		b.WriteString(r.Topic)
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(int64(r.Partition), 10))
+		b.WriteByte('@')
+		b.WriteString(strconv.FormatInt(r.Offset, 10))
+		if !r.Timestamp.IsZero() {
+			b.WriteByte(' ')
+			b.WriteString(r.Timestamp.UTC().Format(time.RFC3339Nano))
+		}
+		b.WriteString(" key=")
+		b.Write(quote(r.Key))
+		b.WriteString(" value=")
+		b.Write(quote(r.Value))
+		for _, h := range r.Headers {
+			b.WriteByte(' ')
+			b.WriteString(strconv.Quote(h.Key))
+			b.WriteByte('=')
+			b.Write(quote(h.Value))
+		}
+	}
+}
+
+// jsonRecord is the json format's line. Key, value and header values
+// are strings (invalid UTF-8 becomes U+FFFD) or null.
+type jsonRecord struct {
+	Topic     string             `json:"topic"`
+	Partition int32              `json:"partition"`
+	Offset    int64              `json:"offset"`
+	Timestamp string             `json:"timestamp,omitempty"`
+	Key       *string            `json:"key"`
+	Value     *string            `json:"value"`
+	Headers   map[string]*string `json:"headers,omitempty"`
+}
+
+func str(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// quote is b as a Go-quoted string, or null for nil: one line whatever
+// the bytes.
+func quote(b []byte) []byte {
+	if b == nil {
+		return []byte("null")
+	}
+	return strconv.AppendQuote(nil, bytesString(b))
+}

@@ -1,0 +1,66 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+const convertDoc = " The result becomes bytes: a string as is, nil as null, any other value as its JSON encoding."
+
+func init() {
+	stages.Register(stages.Spec{
+		Name:    "map",
+		Summary: "rewrite each record's value, key or headers with expressions",
+		Options: []stages.OptionSpec{
+			{Name: "value", Type: stages.TypeExpr, Doc: "expression for the new value; absent: the value is kept." + convertDoc},
+			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the new key; absent: the key is kept." + convertDoc},
+			{Name: "headers", Type: stages.TypeStringMap, Doc: "header name -> expression: sets those headers, replacing " +
+				"any of the same name; other headers are kept." + convertDoc},
+		},
+		New: newMap,
+	})
+}
+
+// mapStage rewrites records. Every expression sees the input record.
+type mapStage struct {
+	t *transform
+}
+
+func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
+	if !opts.Has("value") && !opts.Has("key") && len(opts.StringMap("headers")) == 0 {
+		return nil, &stages.OptionError{Option: "value",
+			Err: errors.New("map needs at least one of value, key or headers (a map that changes nothing is a mistake)")}
+	}
+	t, err := compileTransform(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &mapStage{t: t}, nil
+}
+
+// Process returns one new record per input record, with the source
+// topic, partition, offset and timestamp of its input. A record whose
+// expressions fail is reported in a *stages.RecordErrors.
+func (m *mapStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+	e := newEvaluator(m.t.uses)
+	out := make([]stages.Record, 0, len(in))
+	var errs map[int]error
+	for i := range in {
+		e.load(&in[i])
+		r, err := m.t.apply(e, in[i])
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+			}
+			errs[i] = err
+			continue
+		}
+		out = append(out, r)
+	}
+	if errs != nil {
+		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	}
+	return out, nil
+}

@@ -1,0 +1,102 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// ErrNoProducer is the error (wrapped) of building a produce stage in an
+// Env without a Producer, such as the one lint uses. A caller that only
+// checks options can test for it with errors.Is: the options were
+// checked before it is returned.
+var ErrNoProducer = errors.New("no producer available")
+
+func init() {
+	stages.Register(stages.Spec{
+		Name:    "produce",
+		Summary: "write each record to a topic; pass the input on once the write is acknowledged",
+		Options: []stages.OptionSpec{
+			{Name: "topic", Type: stages.TypeString, Required: true, Doc: "topic to write to, on the pipeline's cluster (acks=all)"},
+			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the written key; absent: the input record's key." + convertDoc},
+			{Name: "value", Type: stages.TypeExpr, Doc: "expression for the written value; absent: the input record's value." + convertDoc},
+			{Name: "headers", Type: stages.TypeStringMap, Doc: "header name -> expression: sets those headers on the written " +
+				"record, replacing any of the same name; the input's other headers are kept." + convertDoc},
+		},
+		New: newProduce,
+	})
+}
+
+// produce writes converted records and passes its input on after the
+// acknowledgement.
+type produce struct {
+	topic string
+	t     *transform
+	p     stages.Producer
+}
+
+func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
+	topic := opts.String("topic")
+	if topic == "" {
+		return nil, &stages.OptionError{Option: "topic", Err: errors.New("empty topic name")}
+	}
+	t, err := compileTransform(opts)
+	if err != nil {
+		return nil, err
+	}
+	if env.Producer == nil {
+		return nil, fmt.Errorf("produce to %q: %w (the pipeline must run with a Kafka cluster configured)", topic, ErrNoProducer)
+	}
+	p, err := env.Producer(topic)
+	if err != nil {
+		return nil, fmt.Errorf("produce to %q: opening the producer: %w", topic, err)
+	}
+	if p == nil {
+		return nil, fmt.Errorf("produce to %q: %w (Env.Producer returned nil)", topic, ErrNoProducer)
+	}
+	return &produce{topic: topic, t: t, p: p}, nil
+}
+
+// Process converts the batch, writes it with one Produce call and, once
+// that returned nil (every record acknowledged), returns in itself. A
+// Produce error is returned as is: nothing of the batch counts as done.
+// Records whose expressions fail are not written and are reported in a
+// *stages.RecordErrors (after the others were acknowledged).
+//
+// A written record has the stage's topic, Partition -1 and Offset -1
+// (the producer picks the partition from the key), the input's
+// timestamp, and the key, value and headers described by the options.
+func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	e := newEvaluator(s.t.uses)
+	batch := make([]stages.Record, 0, len(in))
+	var errs map[int]error
+	var ok []stages.Record // inputs whose record is in batch, with errs
+	for i := range in {
+		e.load(&in[i])
+		r, err := s.t.apply(e, in[i])
+		if err != nil {
+			if errs == nil {
+				errs = map[int]error{}
+				ok = append(ok, in[:i]...)
+			}
+			errs[i] = err
+			continue
+		}
+		if errs != nil {
+			ok = append(ok, in[i])
+		}
+		r.Topic, r.Partition, r.Offset = s.topic, -1, -1
+		batch = append(batch, r)
+	}
+	if len(batch) > 0 {
+		if err := s.p.Produce(ctx, batch); err != nil {
+			return nil, err
+		}
+	}
+	if errs != nil {
+		return nil, &stages.RecordErrors{Errs: errs, Out: ok}
+	}
+	return in, nil
+}

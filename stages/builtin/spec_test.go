@@ -1,0 +1,66 @@
+package builtin_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// TestSpecs pins the stage names and options: configuration files, lint
+// and the stage listing are generated from them, so a change here is a
+// change of the configuration format.
+func TestSpecs(t *testing.T) {
+	type opt struct {
+		name     string
+		typ      stages.OptionType
+		required bool
+		def      any
+		enum     []string
+	}
+	logOpts := []opt{
+		{"format", stages.TypeString, false, "text", []string{"text", "json", "value"}},
+		{"every", stages.TypeInt, false, 1, nil},
+	}
+	want := map[string][]opt{
+		"filter": {{"if", stages.TypeExpr, true, nil, nil}},
+		"map": {
+			{"value", stages.TypeExpr, false, nil, nil},
+			{"key", stages.TypeExpr, false, nil, nil},
+			{"headers", stages.TypeStringMap, false, nil, nil},
+		},
+		"json": {{"require", stages.TypeStringList, false, nil, nil}},
+		"produce": {
+			{"topic", stages.TypeString, true, nil, nil},
+			{"key", stages.TypeExpr, false, nil, nil},
+			{"value", stages.TypeExpr, false, nil, nil},
+			{"headers", stages.TypeStringMap, false, nil, nil},
+		},
+		"log":    logOpts,
+		"stdout": logOpts,
+	}
+	specs := stages.Default.Specs()
+	if len(specs) != len(want) {
+		t.Errorf("%d stages registered, want %d", len(specs), len(want))
+	}
+	for _, s := range specs {
+		w, ok := want[s.Name]
+		if !ok {
+			t.Errorf("unexpected stage %q", s.Name)
+			continue
+		}
+		if s.Summary == "" || s.New == nil {
+			t.Errorf("%s: missing Summary or New", s.Name)
+		}
+		var got []opt
+		for _, o := range s.Options {
+			if o.Doc == "" {
+				t.Errorf("%s: option %s has no Doc", s.Name, o.Name)
+			}
+			got = append(got, opt{o.Name, o.Type, o.Required, o.Default, o.Enum})
+		}
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("%s options:\n got %+v\nwant %+v", s.Name, got, w)
+		}
+	}
+}

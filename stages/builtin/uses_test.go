@@ -1,0 +1,53 @@
+package builtin
+
+import (
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+func TestUsesDetection(t *testing.T) {
+	tests := []struct {
+		src  string
+		want uses
+	}{
+		{`value == "x"`, useValue},
+		{`key + value`, useKey | useValue},
+		{`"key" == "json"`, 0},
+		{`offset > 1 && topic == "t" && partition == 0`, useOffset | useTopic | usePartition},
+		{`timestamp.Unix()`, useTimestamp},
+		{`json?.key`, useJSON},
+		{`headers["json"]`, useHeaders},
+		{`toJSON(headers)`, useHeaders},
+		{`map(json.items, #.key)`, useJSON},
+		{`$env["json"]`, useAll},
+	}
+	for _, tc := range tests {
+		p, err := compile("value", "value", tc.src, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if p.uses != tc.want {
+			t.Errorf("%s: uses %04b, want %04b", tc.src, p.uses, tc.want)
+		}
+	}
+}
+
+func TestJSONParsedOnlyWhenUsed(t *testing.T) {
+	valid := stages.Record{Value: []byte(`{"a":1}`)}
+	e := newEvaluator(useValue)
+	e.env[varJSON] = "stale"
+	e.load(&valid)
+	if e.env[varJSON] != "stale" {
+		t.Errorf("json parsed though no expression uses it")
+	}
+	e = newEvaluator(useJSON)
+	e.load(&valid)
+	if m, ok := e.env[varJSON].(map[string]any); !ok || m["a"] != 1.0 {
+		t.Errorf("json = %#v, want map[a:1]", e.env[varJSON])
+	}
+	e.load(&stages.Record{Value: []byte(`{`)})
+	if e.env[varJSON] != nil {
+		t.Errorf("json = %#v for an invalid value, want nil", e.env[varJSON])
+	}
+}

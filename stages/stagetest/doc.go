@@ -1,0 +1,22 @@
+// Package stagetest runs stages the way a pipeline does, without a
+// broker, so stage authors can test what matters: which records come
+// out, which are dead-lettered with which headers, and which offsets
+// would be committed.
+//
+//   - [Run] passes records through a [process.Chain] (the pipeline's own
+//     failure isolation, retries, dead-letter and stop policy), one batch
+//     per partition, partitions concurrently, and returns a [Result].
+//   - [Build] builds a registered stage from options the way a
+//     configuration file does: unknown options, missing required ones,
+//     wrong types and enum values are rejected, defaults are applied.
+//   - [Env] gives a stages.Env whose Stdout is a [Buffer] or any writer
+//     and whose producers are an in-memory [Producer] that can be made to
+//     fail.
+//
+// A typical test:
+//
+//	st, err := stagetest.Build("filter", stages.Options{"if": `json?.ok == true`}, stagetest.Env(nil, nil))
+//	// check err
+//	res := stagetest.Run(ctx, records, process.FailurePolicy{}, process.NamedStage{Name: "filter", Stage: st})
+//	// check res.Outputs, res.DeadLetters, res.Marks
+package stagetest
