@@ -40,8 +40,7 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // *stages.RecordErrors.
 func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(f.cond.uses)
-	out := make([]stages.Record, 0, len(in))
-	var errs map[int]error
+	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
 	for i := range in {
 		e.load(&in[i])
 		v, err := e.run(f.cond)
@@ -49,21 +48,18 @@ func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record
 			keep, ok := v.(bool)
 			if ok {
 				if keep {
-					out = append(out, in[i])
+					re.Emit(i, in[i])
 				}
 				continue
 			}
 			err = &EvalError{Expr: f.cond.label, Err: fmt.Errorf("result is %s, not a bool (write a comparison, e.g. json?.status == \"ok\")", typeName(v))}
 		}
-		if errs == nil {
-			errs = map[int]error{}
-		}
-		errs[i] = err
+		re.Fail(i, stages.Permanent(err))
 	}
-	if errs != nil {
-		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	if re.Failed() {
+		return nil, &re
 	}
-	return out, nil
+	return re.Out, nil
 }
 
 func typeName(v any) string {

@@ -42,22 +42,18 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Process returns the valid records, shared with in; invalid ones are
 // reported in a *stages.RecordErrors.
 func (j *jsonStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-	out := make([]stages.Record, 0, len(in))
-	var errs map[int]error
+	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
 	for i := range in {
 		if err := j.check(in[i].Value); err != nil {
-			if errs == nil {
-				errs = map[int]error{}
-			}
-			errs[i] = err
+			re.Fail(i, stages.Permanent(err))
 			continue
 		}
-		out = append(out, in[i])
+		re.Emit(i, in[i])
 	}
-	if errs != nil {
-		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	if re.Failed() {
+		return nil, &re
 	}
-	return out, nil
+	return re.Out, nil
 }
 
 func (j *jsonStage) check(v []byte) error {

@@ -83,13 +83,13 @@ func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Reco
 		}
 	}
 	if errs != nil {
-		out := make([]stages.Record, 0, len(in)-len(errs))
+		re := stages.RecordErrors{Errs: errs}
 		for i := range in {
 			if _, failed := errs[i]; !failed {
-				out = append(out, in[i])
+				re.Emit(i, in[i])
 			}
 		}
-		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+		return nil, &re
 	}
 	return in, nil
 }

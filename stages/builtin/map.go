@@ -45,22 +45,18 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // expressions fail is reported in a *stages.RecordErrors.
 func (m *mapStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(m.t.uses)
-	out := make([]stages.Record, 0, len(in))
-	var errs map[int]error
+	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
 	for i := range in {
 		e.load(&in[i])
 		r, err := m.t.apply(e, in[i])
 		if err != nil {
-			if errs == nil {
-				errs = map[int]error{}
-			}
-			errs[i] = err
+			re.Fail(i, stages.Permanent(err))
 			continue
 		}
-		out = append(out, r)
+		re.Emit(i, r)
 	}
-	if errs != nil {
-		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	if re.Failed() {
+		return nil, &re
 	}
-	return out, nil
+	return re.Out, nil
 }

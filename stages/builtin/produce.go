@@ -8,11 +8,11 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// ErrNoProducer is the error (wrapped) of building a produce stage in an
+// ErrNoProducer is stages.ErrNoProducer, the error (wrapped) of building a produce stage in an
 // Env without a Producer, such as the one lint uses. A caller that only
 // checks options can test for it with errors.Is: the options were
 // checked before it is returned.
-var ErrNoProducer = errors.New("no producer available")
+var ErrNoProducer = stages.ErrNoProducer
 
 func init() {
 	stages.Register(stages.Spec{
@@ -71,21 +71,21 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(s.t.uses)
 	batch := make([]stages.Record, 0, len(in))
-	var errs map[int]error
-	var ok []stages.Record // inputs whose record is in batch, with errs
+	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
 	for i := range in {
 		e.load(&in[i])
 		r, err := s.t.apply(e, in[i])
 		if err != nil {
-			if errs == nil {
-				errs = map[int]error{}
-				ok = append(ok, in[:i]...)
+			if !re.Failed() {
+				for j := range in[:i] {
+					re.Emit(j, in[j])
+				}
 			}
-			errs[i] = err
+			re.Fail(i, stages.Permanent(err))
 			continue
 		}
-		if errs != nil {
-			ok = append(ok, in[i])
+		if re.Failed() {
+			re.Emit(i, in[i])
 		}
 		r.Topic, r.Partition, r.Offset = s.topic, -1, -1
 		batch = append(batch, r)
@@ -95,8 +95,8 @@ func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Rec
 			return nil, err
 		}
 	}
-	if errs != nil {
-		return nil, &stages.RecordErrors{Errs: errs, Out: ok}
+	if re.Failed() {
+		return nil, &re
 	}
 	return in, nil
 }

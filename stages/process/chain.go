@@ -64,15 +64,11 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", errAborted, ctx.Err())
 		}
-		var failed map[int]error
-		var re *stages.RecordErrors
-		if errors.As(err, &re) {
-			failed = re.Errs
-			out = re.Out
-		} else {
-			failed, out = nil, nil
+		var known *stages.RecordErrors
+		if re := (*stages.RecordErrors)(nil); errors.As(err, &re) && re.Consistent(len(in)) {
+			known = re
 		}
-		in, err = c.isolate(ctx, st, in, failed, out, err)
+		in, err = c.isolate(ctx, st, in, known, err)
 		if err != nil {
 			return nil, err
 		}
@@ -80,20 +76,21 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 	return in, nil
 }
 
-// isolate handles a failed batch. With known failures (failed != nil),
-// known holds the output of the other records; otherwise every record is
-// run alone. Failing records are retried, then dead-lettered or stop the
-// partition.
-func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, failed map[int]error, known []stages.Record, batchErr error) ([]stages.Record, error) {
+// isolate handles a failed batch. With known failures (a consistent
+// *stages.RecordErrors), the other records' output is taken from it;
+// otherwise every record is run alone. Failing records are retried, then
+// dead-lettered or stop the partition. Output stays in input order.
+func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error) ([]stages.Record, error) {
 	var out []stages.Record
-	if failed != nil {
-		out = known
-	}
+	j := 0 // next output of known
 	for i := range in {
 		var err error
-		if failed != nil {
-			var ok bool
-			if err, ok = failed[i]; !ok {
+		if known != nil {
+			var failed bool
+			if err, failed = known.Errs[i]; !failed {
+				for ; j < len(known.Out) && known.From[j] == i; j++ {
+					out = append(out, known.Out[j])
+				}
 				continue
 			}
 		} else {
@@ -118,8 +115,8 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 			return nil, err
 		}
 	}
-	if failed == nil && len(out) == 0 {
-		c.Log.Debug("stage failed a batch; records isolated", zap.String("stage", st.Name), zap.Error(batchErr))
+	if known == nil {
+		c.Log.Debug("stage failed a batch; its records were run one by one", zap.String("stage", st.Name), zap.Error(batchErr))
 	}
 	return out, nil
 }
@@ -134,7 +131,7 @@ func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err e
 	if maxWait <= 0 {
 		maxWait = 10 * time.Second
 	}
-	for attempt := 0; attempt < c.Policy.Retries; attempt++ {
+	for attempt := 0; attempt < c.Policy.Retries && !stages.IsPermanent(err); attempt++ {
 		if !sleep(ctx, wait) {
 			return nil, ctx.Err()
 		}

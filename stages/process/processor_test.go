@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -263,3 +264,5 @@ func TestStopPolicy(t *testing.T) {
 		t.Fatalf("batch of a new epoch after the stop: %+v", c)
 	}
 }
+
+func nopLog() *zap.Logger { return zap.NewNop() }

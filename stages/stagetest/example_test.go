@@ -17,21 +17,20 @@ import (
 type upper struct{ prefix []byte }
 
 func (u upper) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-	out := make([]stages.Record, 0, len(in))
-	errs := map[int]error{}
+	var re stages.RecordErrors
 	for i, r := range in { // r is a copy: setting its fields leaves in alone
 		if len(r.Value) == 0 {
-			errs[i] = errors.New("empty value")
+			re.Fail(i, stages.Permanent(errors.New("empty value")))
 			continue
 		}
 		// a new slice: the input's bytes are never written to
 		r.Value = append(append([]byte(nil), u.prefix...), bytes.ToUpper(r.Value)...)
-		out = append(out, r)
+		re.Emit(i, r)
 	}
-	if len(errs) > 0 {
-		return nil, &stages.RecordErrors{Errs: errs, Out: out}
+	if re.Failed() {
+		return nil, &re
 	}
-	return out, nil
+	return re.Out, nil
 }
 
 func init() {
