@@ -142,3 +142,35 @@ func TestCompressedBatches(t *testing.T) {
 		})
 	}
 }
+
+type closingStage struct {
+	stageFunc
+	closed chan struct{}
+}
+
+func (c closingStage) Close(context.Context) error { close(c.closed); return nil }
+
+// TestStagesClosedAfterRun: a stage holding resources is closed once,
+// after Run's last Process call.
+func TestStagesClosedAfterRun(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "close", 1)
+	c.Produce(t, "close", 0, 3, values("c"))
+	rec := newRecorder()
+	st := closingStage{stageFunc: rec.Process, closed: make(chan struct{})}
+	r := start(t, fastConfig(c, "g-close", "close"), pipeline.WithStage("closing", st))
+	waitFor(t, 10*time.Second, "records", func() bool { return rec.total() == 3 })
+	select {
+	case <-st.closed:
+		t.Fatal("stage closed while running")
+	default:
+	}
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-st.closed:
+	default:
+		t.Fatal("stage not closed after Run returned")
+	}
+}

@@ -110,6 +110,7 @@ func (r *runner) run(ctx context.Context) error {
 	metadata := fetch.NewMetadata(r.transport, r.conn.addr(), cfg.Consumer.Topics)
 
 	var wg conc.WaitGroup
+	defer r.closeStages()
 	defer wg.Wait()
 	defer cancel() // before wg.Wait: stop every stage
 
@@ -244,6 +245,20 @@ func (r *runner) notify(ctx context.Context, in <-chan Notice) {
 			}
 			if n.Stopped != nil && r.p.onStop != nil {
 				r.p.onStop(*n.Stopped)
+			}
+		}
+	}
+}
+
+// closeStages closes the stages that hold resources, after the last
+// Process call returned.
+func (r *runner) closeStages() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, st := range r.p.stages {
+		if c, ok := st.Stage.(stages.Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				r.p.log.Warn("closing a stage failed", zap.String("stage", st.Name), zap.Error(err))
 			}
 		}
 	}
