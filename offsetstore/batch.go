@@ -90,6 +90,9 @@ func (b FetchBatch) Len() int { return len(b.entries) }
 // At returns entry i, 0 <= i < Len().
 func (b FetchBatch) At(i int) FetchEntry { return b.entries[i] }
 
+// PositionAt returns the position of entry i, 0 <= i < Len().
+func (b FetchBatch) PositionAt(i int) Position { return b.entries[i].Position }
+
 // ResolveEntry is one partition of a [ResolveBatch]: look up what Request
 // needs, for the partition's Epoch.
 type ResolveEntry struct {

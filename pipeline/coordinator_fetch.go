@@ -21,11 +21,13 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 	b.reserved = 0
 	current := req.Generation() == c.gen && c.active
 	for i := range r.Partitions {
-		e := req.At(i)
 		pr := &r.Partitions[i]
-		p := c.lookup(b.inflight[i], e.Partition)
+		// The result answers the batch in flight (its ID matched), so
+		// slot i is the partition that was fetched: a slot with an
+		// operation in flight is never reused (see release).
+		p := c.slots[b.inflight[i]]
 		if p == nil || p.op != opFetch || p.fetcher != b {
-			c.stale("fetch result of a partition no longer assigned", e.Partition)
+			c.ignore("fetch result of a partition with no fetch in flight", zap.Stringer("partition", req.At(i).Partition))
 			continue
 		}
 		p.op = opNone
@@ -33,8 +35,8 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			c.bury(p)
 			continue
 		}
-		if !current || e.Position.Epoch() != p.epoch || p.state != Fetching || e.Position != p.pos {
-			c.stale("fetch result", e.Partition)
+		if !current || p.state != Fetching || req.PositionAt(i) != p.pos {
+			c.stale("fetch result", p.tp)
 			c.needResolve = true
 			c.makeReady(p)
 			continue
