@@ -3,6 +3,7 @@ module github.com/fencepost-dev/fencepost
 go 1.26.0
 
 require (
+	github.com/goccy/go-yaml v1.19.2
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/sourcegraph/conc v0.3.0
 	github.com/twmb/franz-go v1.22.3
@@ -21,5 +22,6 @@ require (
 	github.com/xdg-go/scram v1.1.2 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
-	golang.org/x/text v0.23.0 // indirect
+	golang.org/x/net v0.59.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 )
