@@ -262,6 +262,21 @@ shutdown_timeout: 10s
 	}
 }
 
+// TestEmptySections: a section written without a value is enabled with
+// its defaults.
+func TestEmptySections(t *testing.T) {
+	src := "kafka:\n  embedded:\n  tls:\nconsumer: {group: g, topics: [t]}\npipeline: []\n"
+	_, errs := parse(t, src, nil)
+	checkErrors(t, errs, []want{{"2:3", "kafka.embedded", "neither TLS nor SASL"}})
+	cfg, errs := parse(t, "kafka:\n  embedded:\nconsumer: {group: g, topics: [t]}\npipeline: []\n", nil)
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if cfg.Embedded == nil || cfg.Embedded.Brokers != 1 || cfg.Pipeline.Kafka.TLS != nil {
+		t.Errorf("embedded %+v tls %+v", cfg.Embedded, cfg.Pipeline.Kafka.TLS)
+	}
+}
+
 // TestHTTPAddress: absent means the default; "" and off disable.
 func TestHTTPAddress(t *testing.T) {
 	for _, c := range []struct{ http, want string }{

@@ -171,6 +171,11 @@ func (d *decoder) wrongType(n ast.Node, path string, t reflect.Type) {
 func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 	n = d.resolve(n)
 	if isNull(n) {
+		// A section written with no value ("tls:") is there, with its
+		// defaults; any other empty value is left as it was.
+		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
 		return
 	}
 	if v.CanAddr() && v.Addr().Type().Implements(nodeDecoderT) {

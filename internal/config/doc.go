@@ -28,6 +28,10 @@
 //	  format: console      # console or json
 //	shutdown_timeout: 30s
 //
+// A section written with no value ("tls:", "embedded:") is enabled with
+// its defaults. Unknown keys are errors, not ignored: a misspelt key
+// would otherwise silently fall back to a default.
+//
 // A pipeline entry's keys besides stage and name are the stage's options
 // (see the "stages" command); stage and name are therefore reserved.
 // "pipeline: []" consumes and commits without processing.
