@@ -226,7 +226,7 @@ func (d *decoder) checkLog(l *Log) {
 				return
 			}
 		}
-		d.probs.add(d.keys[key], key, fmt.Sprintf("%q is not one of %s", *v, strings.Join(allowed, ", ")), "")
+		d.probs.add(d.keys[key], key, fmt.Sprintf("%q is not one of %s", *v, strings.Join(allowed, ", ")), "use one of the values listed")
 	}
 	check("log.level", &l.Level, "info", "debug", "info", "warn", "error")
 	check("log.format", &l.Format, "console", "console", "json")

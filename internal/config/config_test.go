@@ -58,6 +58,9 @@ func checkErrors(t *testing.T, got Errors, wants []want) {
 		if pos := fmt.Sprintf("%d:%d", e.Line, e.Col); pos != w.pos || e.Key != w.key || !strings.Contains(e.Msg, w.msg) {
 			t.Errorf("error %d: got %s %q %q, want %s %q containing %q", i, pos, e.Key, e.Msg, w.pos, w.key, w.msg)
 		}
+		if e.Hint == "" {
+			t.Errorf("error %d (%s) has no hint", i, e.Msg)
+		}
 		if e.File != "test.yaml" || !strings.HasPrefix(e.Error(), "test.yaml:"+w.pos+": ") {
 			t.Errorf("error %d formats as %q, want it to start with test.yaml:%s", i, e.Error(), w.pos)
 		}

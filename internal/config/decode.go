@@ -153,11 +153,11 @@ func expects(t reflect.Type) (what, hint string) {
 	case reflect.Slice:
 		return "a list", "write [a, b] or one \"- item\" line per item"
 	case reflect.Bool:
-		return "true or false", ""
+		return "true or false", "write true or false, without quotes"
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		return "a whole number", ""
+		return "a whole number", "write digits without quotes, such as 4"
 	case reflect.Float64:
-		return "a number", ""
+		return "a number", "write a number without quotes, such as 2.5"
 	}
 	return "a string", "quote the value if it looks like another type"
 }
@@ -265,7 +265,7 @@ func (d *decoder) integer(path string, n ast.Node, v reflect.Value) {
 	}
 	i, err := strconv.ParseInt(fmt.Sprint(in.Value), 10, 64)
 	if err != nil || v.OverflowInt(i) {
-		d.add(n, path, "number out of range", "")
+		d.add(n, path, "number out of range", "use a smaller number")
 		return
 	}
 	v.SetInt(i)
@@ -342,7 +342,7 @@ func (d *decoder) forEachKey(path string, n ast.Node, fn func(key string, kn, vn
 		}
 		key, ok := scalarText(mv.Key)
 		if !ok {
-			d.add(mv.Key, path, "a key must be a plain name", "")
+			d.add(mv.Key, path, "a key must be a plain name", "write name: value; lists and mappings cannot be keys")
 			continue
 		}
 		kp := d.pos(mv.Key)

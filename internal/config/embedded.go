@@ -91,7 +91,7 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 	for i, t := range e.Topics {
 		if t == "" {
 			k := fmt.Sprintf("kafka.embedded.topics[%d]", i)
-			d.probs.add(d.keys[k], k, "empty topic name", "")
+			d.probs.add(d.keys[k], k, "empty topic name", "remove the empty entry")
 		}
 	}
 	if dp := e.DemoProducer; dp != nil {

@@ -68,6 +68,9 @@ type problems struct {
 }
 
 func (p *problems) add(pos Position, key, msg, hint string) {
+	if hint == "" {
+		hint = "configs/README.md describes every section; the examples there show them in use"
+	}
 	p.errs = append(p.errs, &Error{File: p.file, Position: pos, Key: key, Msg: msg, Hint: hint})
 }
 

@@ -149,7 +149,7 @@ func (d *decoder) entry(path string, item ast.Node) *entry {
 		case "name":
 			s, ok := scalarText(vn)
 			if !ok || strings.TrimSpace(s) == "" {
-				d.add(kn, path+".name", "want a non-empty name", "")
+				d.add(kn, path+".name", "want a non-empty name", "name the entry, as errors, logs and dead letters call it; or leave name out")
 				return
 			}
 			e.name, e.nameNode = s, vn
@@ -173,7 +173,7 @@ func (d *decoder) entry(path string, item ast.Node) *entry {
 func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
 	name, ok := scalarText(e.stageNode)
 	if _, isStr := e.stageNode.(*ast.StringNode); !ok || !isStr {
-		d.add(e.stageNode, e.path+".stage", fmt.Sprintf("want a stage name, found %s", kindOf(e.stageNode)), "")
+		d.add(e.stageNode, e.path+".stage", fmt.Sprintf("want a stage name, found %s", kindOf(e.stageNode)), "write stage: <name> (the stages command lists them)")
 		return Stage{}, false
 	}
 	spec, found := reg.Lookup(name)
@@ -229,7 +229,7 @@ func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
 		}
 		switch {
 		case o.Required:
-			d.add(e.stageNode, e.path, fmt.Sprintf("stage %s needs option %q (%s)", spec.Name, o.Name, o.Type), strings.TrimSpace(o.Doc))
+			d.add(e.stageNode, e.path, fmt.Sprintf("stage %s needs option %q (%s)", spec.Name, o.Name, o.Type), optionHint(o))
 		case o.Default != nil:
 			opts[o.Name] = o.Default
 		}
@@ -240,7 +240,7 @@ func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
 // option converts one option value to its Go type.
 func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any, bool) {
 	if isNull(n) {
-		d.add(kn, path, "the option has no value", strings.TrimSpace(o.Doc))
+		d.add(kn, path, "the option has no value", optionHint(o))
 		return nil, false
 	}
 	t, known := optionTypes[o.Type]
@@ -255,7 +255,7 @@ func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any,
 		return nil, false
 	}
 	if s, isStr := v.Interface().(string); isStr && len(o.Enum) > 0 && !slices.Contains(o.Enum, s) {
-		d.add(n, path, fmt.Sprintf("%q is not one of %s", s, strings.Join(o.Enum, ", ")), "")
+		d.add(n, path, fmt.Sprintf("%q is not one of %s", s, strings.Join(o.Enum, ", ")), optionHint(o))
 		return nil, false
 	}
 	return v.Interface(), true
@@ -309,8 +309,16 @@ func (d *decoder) lintBuild(st Stage, e *entry) {
 func optionDoc(spec stages.Spec, name string) string {
 	for _, o := range spec.Options {
 		if o.Name == name {
-			return strings.TrimSpace(o.Doc)
+			return optionHint(o)
 		}
 	}
-	return ""
+	return "the stages command documents the stage's options"
+}
+
+// optionHint is an option's documentation, or where to find it.
+func optionHint(o stages.OptionSpec) string {
+	if doc := strings.Join(strings.Fields(o.Doc), " "); doc != "" {
+		return doc
+	}
+	return fmt.Sprintf("the stages command documents option %q", o.Name)
 }
