@@ -128,7 +128,10 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 		if err != nil {
 			return result{}, err
 		}
-		wg.Go(func() { demo.run(ctx) })
+		// It ends with the run, or when the pipeline fails.
+		demoCtx, stopDemo := context.WithCancel(ctx)
+		defer stopDemo()
+		wg.Go(func() { demo.run(demoCtx) })
 		r.log.Info("demo producer writing", zap.String("topic", e.DemoProducer.Topic), zap.Int("per_second", e.DemoProducer.Rate))
 	}
 
