@@ -1,0 +1,170 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// cliRegistry has one stage with an option of each kind the listing
+// shows.
+func cliRegistry() *stages.Registry {
+	reg := &stages.Registry{}
+	pass := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) { return in, nil })
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(reg.Register(stages.Spec{
+		Name: "filter", Summary: "Keep the records an expression accepts.",
+		Options: []stages.OptionSpec{{Name: "if", Type: stages.TypeExpr, Required: true, Doc: "The condition."}},
+		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
+			if strings.Count(o.String("if"), "(") != strings.Count(o.String("if"), ")") {
+				return nil, &stages.OptionError{Option: "if", Err: errors.New("unbalanced parentheses")}
+			}
+			return pass, nil
+		},
+	}))
+	must(reg.Register(stages.Spec{
+		Name: "stdout", Summary: "Print records.",
+		Options: []stages.OptionSpec{
+			{Name: "format", Type: stages.TypeString, Default: "text", Enum: []string{"text", "json", "value"}, Doc: "How to print."},
+			{Name: "every", Type: stages.TypeInt, Default: 1, Doc: "Print one record in every n."},
+		},
+		New: func(stages.Options, stages.Env) (stages.Stage, error) { return pass, nil },
+	}))
+	return reg
+}
+
+const goodConfig = `kafka: {brokers: ["localhost:9092"]}
+consumer: {group: g, topics: [orders]}
+pipeline:
+  - stage: filter
+    if: value != ""
+`
+
+const badConfig = `kafka: {brokers: ["localhost:9092"]}
+consumer: {topics: [orders]}
+pipeline:
+  - stage: filter
+    if: (value
+  - stage: stdout
+    format: yaml
+`
+
+// TestLintExitCodes: lint exits 0 only if every file is fine, 1 if any
+// has a problem (each printed as file:line:col with its hint), 2 for a
+// wrong command line.
+func TestLintExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	good := writeFile(t, dir, "good.yaml", goodConfig)
+	bad := writeFile(t, dir, "bad.yaml", badConfig)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		out  []string // lines stdout must hold
+		err  string   // text stderr must hold
+	}{
+		{"good file", []string{"lint", "-c", good}, ExitOK, []string{good + ": ok"}, ""},
+		{"files as arguments", []string{"lint", good, good}, ExitOK, []string{good + ": ok"}, ""},
+		{"bad file", []string{"lint", "-c", bad}, ExitFailure, []string{
+			bad + ":2:1: consumer.group: a consumer group id is required",
+			bad + ":5:9: pipeline[0].if: stage filter: option \"if\": unbalanced parentheses",
+			"    hint: The condition.",
+			bad + ":7:13: pipeline[1].format: \"yaml\" is not one of text, json, value",
+		}, "1 of 1 configuration file(s) have problems"},
+		{"one bad among good", []string{"lint", "-c", good, "-c", bad}, ExitFailure, []string{good + ": ok", bad + ":2:1:"}, "1 of 2"},
+		{"missing file", []string{"lint", "-c", dir + "/absent.yaml"}, ExitFailure, []string{"no such file"}, ""},
+		{"no file", []string{"lint"}, ExitUsage, nil, "name at least one file"},
+		{"unknown flag", []string{"lint", "--bogus"}, ExitUsage, nil, "unknown flag"},
+		{"unknown command", []string{"lnt"}, ExitUsage, nil, "unknown command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := runCLI(context.Background(), cliRegistry(), c.args...)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, c.code, out, errOut)
+			}
+			lines := strings.Split(out, "\n")
+			for _, want := range c.out {
+				found := false
+				for _, l := range lines {
+					found = found || strings.HasPrefix(l, want) || strings.Contains(want, "no such") && strings.Contains(l, want)
+				}
+				if !found {
+					t.Errorf("stdout lacks a line starting %q:\n%s", want, out)
+				}
+			}
+			if !strings.Contains(errOut, c.err) {
+				t.Errorf("stderr lacks %q:\n%s", c.err, errOut)
+			}
+		})
+	}
+}
+
+// TestRunRejectsBadConfig: run checks the file first and starts nothing
+// when it has problems (no broker is needed to find out).
+func TestRunRejectsBadConfig(t *testing.T) {
+	bad := writeFile(t, t.TempDir(), "bad.yaml", badConfig)
+	code, _, errOut := runCLI(context.Background(), cliRegistry(), "run", "-c", bad)
+	if code != ExitFailure || !strings.Contains(errOut, bad+":2:1: consumer.group") || !strings.Contains(errOut, "nothing was started") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if strings.Contains(errOut, "starting") {
+		t.Errorf("run started despite problems:\n%s", errOut)
+	}
+	if code, _, errOut := runCLI(context.Background(), cliRegistry(), "run"); code != ExitUsage || !strings.Contains(errOut, "-c FILE") {
+		t.Errorf("run without -c: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestStagesListing: the listing comes from the specs: every option with
+// its type, required flag, default, doc and allowed values.
+func TestStagesListing(t *testing.T) {
+	code, out, _ := runCLI(context.Background(), cliRegistry(), "stages")
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.Contains(out, "filter\n    Keep the records an expression accepts.\n") {
+		t.Errorf("listing lacks the filter stage's summary:\n%s", out)
+	}
+	rows := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		rows[strings.Join(strings.Fields(l), " ")] = true
+	}
+	for _, want := range []string{
+		"option type required default description",
+		"if expr yes - The condition.",
+		`format string no "text" How to print. One of: text, json, value.`,
+		"every int no 1 Print one record in every n.",
+	} {
+		if !rows[want] {
+			t.Errorf("listing lacks the row %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCLI(context.Background(), cliRegistry(), "stages", "stdout"); code != ExitOK || strings.Contains(out, "filter") {
+		t.Errorf("stages stdout: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(context.Background(), cliRegistry(), "stages", "nope"); code != ExitFailure || !strings.Contains(errOut, `no stage "nope"`) {
+		t.Errorf("stages nope: exit %d %s", code, errOut)
+	}
+}
+
+// TestVersionAndHelp: every command has help; version prints.
+func TestVersionAndHelp(t *testing.T) {
+	code, out, _ := runCLI(context.Background(), cliRegistry(), "version")
+	if code != ExitOK || !strings.HasPrefix(out, "processor ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	for _, cmd := range []string{"run", "lint", "stages", "broker", "version"} {
+		code, out, _ := runCLI(context.Background(), cliRegistry(), cmd, "--help")
+		if code != ExitOK || !strings.Contains(out, "Usage:") {
+			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/fencepost-dev/fencepost/pipeline"
+)
+
+// newAdmin returns an admin client to the cluster k describes, for the
+// lag the processor reports (high watermarks, committed offsets). It
+// connects lazily; close it with Close on its client.
+func newAdmin(k pipeline.KafkaConfig) (*kadm.Client, error) {
+	opts, err := clientOptions(k, "-monitor")
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return kadm.NewClient(cl), nil
+}
+
+// clientOptions are franz-go options for the brokers, TLS and SASL of k.
+func clientOptions(k pipeline.KafkaConfig, idSuffix string) ([]kgo.Opt, error) {
+	id := k.ClientID
+	if id == "" {
+		id = "fencepost"
+	}
+	dial := k.DialTimeout
+	if dial <= 0 {
+		dial = 10 * time.Second
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.ClientID(id + idSuffix), kgo.DialTimeout(dial)}
+	if t := k.TLS; t != nil {
+		tc, err := tlsConfig(t)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if s := k.SASL; s != nil {
+		user, pass := s.Username, string(s.Password)
+		switch strings.ToUpper(s.Mechanism) {
+		case "PLAIN":
+			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+		}
+	}
+	return opts, nil
+}
+
+// tlsConfig builds the client TLS configuration as the pipeline does.
+func tlsConfig(c *pipeline.TLS) (*tls.Config, error) {
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // opt-in, for tests
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", c.CAFile)
+		}
+		t.RootCAs = pool
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// TestMain checks that no test leaves a goroutine behind (Main's
+// contract), and removes the test binary built for the end-to-end tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runCLI runs the command line in process with reg's stages.
+func runCLI(ctx context.Context, reg *stages.Registry, args ...string) (code int, stdout, stderr string) {
+	var out, errOut syncBuffer
+	code = execute(ctx, args, &cli{stdout: &out, stderr: &errOut, registry: reg})
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binPath string
+	binErr  error
+)
+
+// testBinary builds internal/testprocessor (the processor with a
+// "record" stage) once per test run and returns its path.
+func testBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		if binDir, binErr = os.MkdirTemp("", "fencepost-e2e-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "processor")
+		cmd := exec.Command("go", "build", "-o", binPath, "./internal/testprocessor")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}

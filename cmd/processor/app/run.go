@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencepost-dev/fencepost/internal/config"
+)
+
+// runOptions are the run command's flags.
+type runOptions struct {
+	config     string
+	forDur     time.Duration
+	maxRecords int64
+	progress   time.Duration
+	http       string
+	httpSet    bool
+}
+
+func (c *cli) runCmd() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run -c FILE",
+		Short: "Run the pipeline a configuration file describes",
+		Long: `run consumes the configured topics through the pipeline until SIGINT or
+SIGTERM, then stops gracefully within shutdown_timeout: in-flight records
+finish, offsets are committed, the group is left. It prints progress every
+few seconds (records/s, consumer lag, resets, buffered bytes) and a summary
+at the end, on stderr; stages that print write to stdout. /metrics and
+/healthz are served on http.address.
+
+The configuration is checked first, as lint does: with any problem nothing
+starts.`,
+		Example: "  processor run -c configs/quickstart.yaml\n  processor run -c app.yaml --for 30s\n  processor run -c app.yaml --max-records 100000 --http off",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.config == "" {
+				return errors.New("run: name the configuration file with -c FILE")
+			}
+			if o.forDur < 0 || o.maxRecords < 0 || o.progress < 0 {
+				return errors.New("run: --for, --max-records and --progress must not be negative")
+			}
+			o.httpSet = cmd.Flags().Changed("http")
+			return c.run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.config, "config", "c", "", "configuration `FILE` (required)")
+	f.DurationVar(&o.forDur, "for", 0, "stop gracefully after this long (0: run until signalled)")
+	f.Int64Var(&o.maxRecords, "max-records", 0, "stop gracefully once at least `N` records were processed (0: no limit)")
+	f.DurationVar(&o.progress, "progress", 5*time.Second, "print progress this often (0: never)")
+	f.StringVar(&o.http, "http", "", "serve /metrics and /healthz on `ADDR` instead of http.address (off: disable)")
+	return cmd
+}
+
+// stopReason records why a run ended.
+type stopReason struct{ limit atomic.Bool }
+
+func (c *cli) run(ctx context.Context, o runOptions) error {
+	cfg, err := config.Load(o.config, c.registry)
+	if err != nil {
+		printConfigError(c.stderr, err)
+		return failure("%s: nothing was started (fix the problems above)", o.config)
+	}
+	if o.httpSet {
+		cfg.HTTP.Address = strings.TrimSpace(o.http)
+		if strings.EqualFold(cfg.HTTP.Address, "off") {
+			cfg.HTTP.Address = ""
+		}
+	}
+	log, err := newLogger(cfg.Log, c.stderr)
+	if err != nil {
+		return failure("log: %v", err)
+	}
+	defer func() { _ = log.Sync() }()
+
+	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	runCtx := sigCtx
+	if o.forDur > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(sigCtx, o.forDur)
+		defer cancel()
+	}
+	runCtx, stopRun := context.WithCancel(runCtx)
+	defer stopRun()
+
+	var why stopReason
+	r := &session{cli: c, cfg: cfg, opts: o, log: log, stopRun: func() { why.limit.Store(true); stopRun() }}
+	res, err := r.execute(runCtx)
+	if err != nil {
+		return failure("%v", err)
+	}
+	reason := "the end of --for"
+	switch {
+	case why.limit.Load():
+		reason = "--max-records"
+	case sigCtx.Err() != nil && ctx.Err() == nil:
+		reason = "a signal"
+	case ctx.Err() != nil:
+		reason = "cancellation"
+	}
+	res.print(c.stderr, reason)
+	return nil
+}

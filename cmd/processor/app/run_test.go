@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// countRegistry has a stage "count" that counts the records it sees.
+func countRegistry(n *atomic.Int64) *stages.Registry {
+	reg := &stages.Registry{}
+	if err := reg.Register(stages.Spec{
+		Name: "count", Summary: "Count records.",
+		New: func(stages.Options, stages.Env) (stages.Stage, error) {
+			return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+				n.Add(int64(len(in)))
+				return in, nil
+			}), nil
+		},
+	}); err != nil {
+		panic(err)
+	}
+	return reg
+}
+
+const embeddedConfig = `kafka:
+  embedded:
+    partitions: 3
+    demo_producer: {topic: events, rate: RATE}
+consumer:
+  group: inproc
+  topics: [events]
+  commit_interval: 200ms
+pipeline:
+  - stage: count
+shutdown_timeout: 10s
+`
+
+var summaryRE = regexp.MustCompile(`summary: processed (\d+) records .* commits (\d+) .* stopped by ([^\n]+)`)
+
+// summary returns the processed count, commits and stop reason of a
+// run's summary line.
+func summary(t *testing.T, stderr string) (processed, commits int, reason string) {
+	t.Helper()
+	m := summaryRE.FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no summary in stderr:\n%s", stderr)
+	}
+	processed, _ = strconv.Atoi(m[1])
+	commits, _ = strconv.Atoi(m[2])
+	return processed, commits, m[3]
+}
+
+// TestRunEmbeddedMaxRecords: with the embedded broker and demo producer,
+// --max-records stops the run gracefully once the limit is reached, and
+// the summary says so; every goroutine has ended when it returns
+// (TestMain checks).
+func TestRunEmbeddedMaxRecords(t *testing.T) {
+	var n atomic.Int64
+	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.Replace(embeddedConfig, "RATE", "400", 1))
+	start := time.Now()
+	code, _, errOut := runCLI(context.Background(), countRegistry(&n), "run", "-c", cfg, "--max-records", "200", "--http", "off", "--for", "60s")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	processed, commits, reason := summary(t, errOut)
+	if processed < 200 || int64(processed) != n.Load() || reason != "--max-records" || commits == 0 {
+		t.Errorf("processed %d (stage saw %d), commits %d, stopped by %q", processed, n.Load(), commits, reason)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("took %v for 200 records at 400/s", d)
+	}
+}
+
+// TestRunServesMetricsAndHealth: while a run is on, /healthz answers 200
+// and /metrics exports the pipeline's counters; cancelling stops it
+// gracefully with a summary and progress lines on the way.
+func TestRunServesMetricsAndHealth(t *testing.T) {
+	var n atomic.Int64
+	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.Replace(embeddedConfig, "RATE", "100", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", "300ms"},
+			&cli{stdout: &out, stderr: &errOut, registry: countRegistry(&n)})
+	}()
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	var base string
+	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	waitUntil(t, 20*time.Second, "records processed", func() bool { return n.Load() > 0 })
+
+	code, body := get(t, base+"/healthz")
+	if code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) || !strings.Contains(body, `"partitions":3`) {
+		t.Errorf("/healthz: %d %s", code, body)
+	}
+	waitUntil(t, 20*time.Second, "metrics with the lag of 3 partitions", func() bool {
+		_, body = get(t, base+"/metrics")
+		return strings.Count(body, "fencepost_consumer_lag{") == 3
+	})
+	for _, want := range []string{"fencepost_records_processed_total ", "fencepost_commits_total ", "fencepost_assigned_partitions 3",
+		"fencepost_dead_letters_total 0", "fencepost_buffered_bytes ", `fencepost_consumer_lag{partition="0",topic="events"}`, "go_goroutines "} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	waitUntil(t, 20*time.Second, "a progress line", func() bool { return strings.Contains(errOut.String(), "] processed ") })
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Fatalf("exit %d\n%s", code, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of cancellation")
+	}
+	processed, _, reason := summary(t, errOut.String())
+	if processed == 0 || reason != "cancellation" {
+		t.Errorf("processed %d, stopped by %q", processed, reason)
+	}
+	if !regexp.MustCompile(`\] processed \d+ \([\d.]+/s\) \| lag \d+ \| partitions 3 \| resets \d+ \| dead letters 0 \| buffered `).MatchString(errOut.String()) {
+		t.Errorf("progress line malformed:\n%s", errOut.String())
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitUntil polls cond until it holds or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

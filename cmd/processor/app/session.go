@@ -1,0 +1,212 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// session is one run of a configuration: the embedded broker if any, the
+// stages, the pipeline, and what watches it. execute owns every
+// goroutine it starts and returns after they ended.
+type session struct {
+	cli     *cli
+	cfg     *config.Config
+	opts    runOptions
+	log     *zap.Logger
+	stopRun func() // ends the run early (--max-records)
+}
+
+// result is what a run did, for the summary.
+type result struct {
+	elapsed      time.Duration
+	stats        pipeline.Stats
+	committedLag int64 // -1 unknown
+}
+
+func (r result) print(w io.Writer, reason string) {
+	lag := "unknown"
+	if r.committedLag >= 0 {
+		lag = fmt.Sprint(r.committedLag)
+	}
+	s := r.stats
+	fmt.Fprintf(w, "summary: processed %d records in %s (%.1f/s); dead letters %d; resets %d; commits %d (%d failed); committed lag %s; stopped by %s\n",
+		s.RecordsProcessed, r.elapsed.Round(100*time.Millisecond), float64(s.RecordsProcessed)/max(r.elapsed.Seconds(), 0.001),
+		s.DeadLetters, s.Resets, s.Commits, s.CommitErrors, lag, reason)
+}
+
+// execute runs the pipeline until ctx ends (or it fails) and tears
+// everything down, in reverse order of start.
+func (r *session) execute(ctx context.Context) (result, error) {
+	cfg := r.cfg
+	pc := cfg.Pipeline
+	if cfg.Embedded != nil {
+		e := cfg.Embedded
+		cl, err := startCluster(brokerOptions{brokers: e.Brokers, partitions: e.Partitions, topics: cfg.EmbeddedTopics(), dataDir: e.DataDir})
+		if err != nil {
+			return result{}, err
+		}
+		defer cl.Close()
+		pc.Kafka.Brokers = cl.ListenAddrs()
+		r.log.Info("embedded broker started", zap.Strings("bootstrap", pc.Kafka.Brokers), zap.Strings("topics", cfg.EmbeddedTopics()))
+	}
+	adm, err := newAdmin(pc.Kafka)
+	if err != nil {
+		return result{}, err
+	}
+	defer adm.Close()
+
+	producers := newProducerPool(pc.Kafka)
+	defer func() {
+		if err := producers.close(); err != nil {
+			r.log.Warn("closing producers", zap.Error(err))
+		}
+	}()
+	built, err := r.buildStages(producers)
+	defer closeStages(built, r.log)
+	if err != nil {
+		return result{}, err
+	}
+	// The pipeline logs resets and stopped partitions itself.
+	opts := []pipeline.Option{pipeline.WithLogger(r.log)}
+	var names []string
+	for _, b := range built {
+		opts = append(opts, pipeline.WithStage(b.name, b.stage))
+		names = append(names, b.name)
+	}
+	p, err := pipeline.New(pc, opts...)
+	if err != nil {
+		return result{}, err
+	}
+	return r.runPipeline(ctx, p, adm, names)
+}
+
+func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string) (result, error) {
+	cfg, pc := r.cfg, p.Config()
+	mon := &monitor{p: p, adm: adm, topics: pc.Consumer.Topics, interval: r.opts.progress, print: r.opts.progress > 0,
+		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
+	if mon.interval == 0 {
+		mon.interval = 5 * time.Second
+	}
+	if cfg.Log.Format == "json" {
+		mon.log = r.log
+	}
+	var httpAddr string
+	if cfg.HTTP.Address != "" {
+		h, err := startHTTP(cfg.HTTP.Address, p, mon)
+		if err != nil {
+			return result{}, fmt.Errorf("http.address %s: %w (choose another address, or off)", cfg.HTTP.Address, err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h.shutdown(sctx)
+		}()
+		httpAddr = h.addr()
+	}
+	r.log.Info("starting", zap.Strings("brokers", pc.Kafka.Brokers), zap.String("group", pc.Consumer.Group),
+		zap.Strings("topics", pc.Consumer.Topics), zap.Strings("stages", names), zap.String("metrics", metricsURL(httpAddr)))
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	monCtx, stopMon := context.WithCancel(context.Background())
+	defer stopMon()
+	wg.Go(func() { mon.run(monCtx) })
+	if e := cfg.Embedded; e != nil && e.DemoProducer != nil {
+		demo, err := newDemoProducer(*e.DemoProducer, pc.Kafka.Brokers, r.log)
+		if err != nil {
+			return result{}, err
+		}
+		// It ends with the run, or when the pipeline fails.
+		demoCtx, stopDemo := context.WithCancel(ctx)
+		defer stopDemo()
+		wg.Go(func() { demo.run(demoCtx) })
+		r.log.Info("demo producer writing", zap.String("topic", e.DemoProducer.Topic), zap.Int("per_second", e.DemoProducer.Rate))
+	}
+
+	start := time.Now()
+	runErr := p.Run(ctx)
+	res := result{elapsed: time.Since(start), committedLag: -1}
+	stopMon()
+	res.stats, _ = p.Stats(context.Background()) // counters; the partitions are gone
+	if runErr != nil {
+		if res.stats.RecordsProcessed > 0 {
+			res.print(r.cli.stderr, "an error")
+		}
+		return res, runErr
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res.committedLag = committedLag(lctx, adm, pc.Consumer.Group, pc.Consumer.Topics)
+	return res, nil
+}
+
+func metricsURL(addr string) string {
+	if addr == "" {
+		return "off"
+	}
+	return "http://" + addr + "/metrics"
+}
+
+// builtStage is a stage built for the run.
+type builtStage struct {
+	name  string
+	stage stages.Stage
+}
+
+// buildStages builds every configured stage for the run: its logger,
+// the program's stdout (writes serialized) and the shared producers.
+func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
+	out := &syncWriter{w: r.cli.stdout}
+	var built []builtStage
+	for _, s := range r.cfg.Stages {
+		st, err := s.Build(stages.Env{Log: r.log.Named(s.Name), Stdout: out, Producer: producers.get})
+		if err != nil {
+			return built, err
+		}
+		built = append(built, builtStage{name: s.Name, stage: st})
+	}
+	return built, nil
+}
+
+// closeStages closes the stages that hold resources, after the pipeline
+// stopped calling them.
+func closeStages(built []builtStage, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []string
+	for _, b := range built {
+		if c, ok := b.stage.(stages.Closer); ok {
+			if err := c.Close(ctx); err != nil {
+				errs = append(errs, b.name+": "+err.Error())
+			}
+		}
+	}
+	if len(errs) > 0 {
+		log.Warn("closing stages", zap.Error(errors.New(strings.Join(errs, "; "))))
+	}
+}
+
+// syncWriter serializes writes, so lines printed by stages running
+// concurrently do not interleave.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/cmd/processor/app"
+)
+
+// These tests use the stages compiled into this binary (stages.Default):
+// they pass once the built-in stages are imported by main.go.
+
+// TestConfigsLint: every example in configs/ passes lint with the
+// binary's stages, expressions compiled.
+func TestConfigsLint(t *testing.T) {
+	files, err := filepath.Glob("../../configs/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no configurations found: %v", err)
+	}
+	t.Setenv("KAFKA_PASSWORD", "lint-only")
+	for _, f := range files {
+		if code := app.Main([]string{"lint", "-c", f}); code != app.ExitOK {
+			t.Errorf("processor lint -c %s: exit %d (problems above)", f, code)
+		}
+	}
+}
+
+// TestQuickstartRuns: "processor run --for 3s" of the quickstart, built
+// as users build it, exits 0 having processed records.
+func TestQuickstartRuns(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "processor")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	var stdout, stderr bytes.Buffer
+	run := exec.Command(bin, "run", "-c", "configs/quickstart.yaml", "--for", "3s", "--http", "127.0.0.1:0", "--progress", "1s")
+	run.Dir = "../.."
+	run.Stdout, run.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := run.Run(); err != nil {
+		t.Fatalf("quickstart: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), stdout.String(), stderr.String())
+	}
+	m := regexp.MustCompile(`summary: processed (\d+) records`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no summary:\n%s", stderr.String())
+	}
+	if n, _ := strconv.Atoi(m[1]); n == 0 {
+		t.Errorf("the quickstart processed no records:\n%s", stderr.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("--for 3s took %v", d)
+	}
+}

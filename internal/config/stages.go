@@ -1,0 +1,324 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Stage is one configured stage of the pipeline.
+type Stage struct {
+	// Name is the stage's display name, unique in the pipeline: the
+	// entry's name, else the stage name (with #n, its 1-based place, if
+	// the stage is used more than once).
+	Name string
+	// Spec is the registered stage.
+	Spec stages.Spec
+	// Options are the checked options, with defaults applied.
+	Options stages.Options
+	// Pos is where the entry starts in the file.
+	Pos Position
+}
+
+// Build builds the stage in env. The options were checked when the file
+// was loaded, so an error here comes from env (a producer that cannot be
+// created, say).
+func (s Stage) Build(env stages.Env) (st stages.Stage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("stage %s: its New function panicked: %v", s.Name, r)
+		}
+	}()
+	st, err = s.Spec.New(s.Options, env)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s (line %d): %w", s.Name, s.Pos.Line, err)
+	}
+	return st, nil
+}
+
+// stageNodes holds the pipeline list's nodes until the stages are
+// resolved.
+type stageNodes struct {
+	present bool
+	items   []ast.Node
+}
+
+func (s *stageNodes) decodeNode(d *decoder, path string, n ast.Node) {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		d.add(n, path, fmt.Sprintf("want a list of stages, found %s", kindOf(n)), "write one \"- stage: <name>\" entry per stage")
+		return
+	}
+	s.present = true
+	s.items = seq.Values
+}
+
+// reserved are the keys of a pipeline entry that are not stage options.
+var reserved = []string{"stage", "name"}
+
+// optionTypes maps option types to the Go types their values have.
+var optionTypes = map[stages.OptionType]reflect.Type{
+	stages.TypeString:     reflect.TypeFor[string](),
+	stages.TypeExpr:       reflect.TypeFor[string](),
+	stages.TypeInt:        reflect.TypeFor[int](),
+	stages.TypeBool:       reflect.TypeFor[bool](),
+	stages.TypeDuration:   reflect.TypeFor[time.Duration](),
+	stages.TypeStringList: reflect.TypeFor[[]string](),
+	stages.TypeStringMap:  reflect.TypeFor[map[string]string](),
+}
+
+// entry is one pipeline entry as written.
+type entry struct {
+	index     int
+	path      string
+	node      ast.Node
+	stageNode ast.Node
+	name      string
+	nameNode  ast.Node
+	opts      map[string][2]ast.Node // key and value nodes
+	optOrder  []string
+}
+
+func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
+	if !sn.present {
+		d.probs.add(Position{1, 1}, "pipeline", "no pipeline: list the stages records go through",
+			"add pipeline: with \"- stage: <name>\" entries (see the stages command), or pipeline: [] to consume and commit only")
+		return nil
+	}
+	var out []Stage
+	names := map[string]Position{}
+	counts := map[string]int{}
+	entries := make([]*entry, 0, len(sn.items))
+	for i, item := range sn.items {
+		if e := d.entry(fmt.Sprintf("pipeline[%d]", i), item); e != nil {
+			e.index = i
+			entries = append(entries, e)
+			if s, ok := scalarText(e.stageNode); ok {
+				counts[s]++
+			}
+		}
+	}
+	for _, e := range entries {
+		st, ok := d.stage(reg, e)
+		if !ok {
+			continue
+		}
+		st.Name = e.name
+		if st.Name == "" {
+			st.Name = st.Spec.Name
+			if counts[st.Spec.Name] > 1 {
+				st.Name = fmt.Sprintf("%s#%d", st.Spec.Name, e.index+1)
+			}
+		}
+		if first, dup := names[st.Name]; dup {
+			at := e.node
+			if e.nameNode != nil {
+				at = e.nameNode
+			}
+			d.add(at, e.path+".name", fmt.Sprintf("stage name %q is already used (line %d)", st.Name, first.Line), "give each entry its own name: ...")
+			continue
+		}
+		names[st.Name] = st.Pos
+		out = append(out, st)
+	}
+	return out
+}
+
+// entry splits a pipeline entry into stage, name and options.
+func (d *decoder) entry(path string, item ast.Node) *entry {
+	item = d.resolve(item)
+	if isNull(item) {
+		return nil
+	}
+	e := &entry{path: path, node: item, opts: map[string][2]ast.Node{}}
+	ok := d.forEachKey(path, item, func(key string, kn, vn ast.Node) {
+		vn = d.resolve(vn)
+		switch key {
+		case "stage":
+			e.stageNode = vn
+		case "name":
+			s, ok := scalarText(vn)
+			if !ok || strings.TrimSpace(s) == "" {
+				d.add(kn, path+".name", "want a non-empty name", "name the entry, as errors, logs and dead letters call it; or leave name out")
+				return
+			}
+			e.name, e.nameNode = s, vn
+		default:
+			e.opts[key] = [2]ast.Node{kn, vn}
+			e.optOrder = append(e.optOrder, key)
+		}
+	})
+	if !ok {
+		d.add(item, path, fmt.Sprintf("want a stage entry (a mapping), found %s", kindOf(item)), "write \"- stage: <name>\" followed by the stage's options")
+		return nil
+	}
+	if e.stageNode == nil || isNull(e.stageNode) {
+		d.add(item, path+".stage", "the entry has no stage key", "add stage: <name> (the stages command lists them)")
+		return nil
+	}
+	return e
+}
+
+// stage resolves an entry against the registry and checks its options.
+func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
+	name, ok := scalarText(e.stageNode)
+	if _, isStr := e.stageNode.(*ast.StringNode); !ok || !isStr {
+		d.add(e.stageNode, e.path+".stage", fmt.Sprintf("want a stage name, found %s", kindOf(e.stageNode)), "write stage: <name> (the stages command lists them)")
+		return Stage{}, false
+	}
+	spec, found := reg.Lookup(name)
+	if !found {
+		var known []string
+		for _, s := range reg.Specs() {
+			known = append(known, s.Name)
+		}
+		hint := "no stages are registered in this binary: import the packages that register them"
+		if len(known) > 0 {
+			hint = didYouMean(name, known) + "registered stages: " + strings.Join(known, ", ")
+		}
+		d.add(e.stageNode, e.path+".stage", fmt.Sprintf("unknown stage %q", name), hint)
+		return Stage{}, false
+	}
+	before := len(d.probs.errs)
+	opts := d.options(spec, e)
+	st := Stage{Spec: spec, Options: opts, Pos: d.pos(e.node)}
+	if len(d.probs.errs) > before {
+		return st, false
+	}
+	d.lintBuild(st, e)
+	return st, len(d.probs.errs) == before
+}
+
+// options checks an entry's options against the spec and applies the
+// defaults.
+func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
+	opts := stages.Options{}
+	var valid []string
+	for _, o := range spec.Options {
+		valid = append(valid, o.Name)
+	}
+	for _, key := range e.optOrder {
+		kn, vn := e.opts[key][0], e.opts[key][1]
+		path := e.path + "." + key
+		i := slices.IndexFunc(spec.Options, func(o stages.OptionSpec) bool { return o.Name == key })
+		if i < 0 || slices.Contains(reserved, key) {
+			hint := fmt.Sprintf("stage %s takes no options", spec.Name)
+			if len(valid) > 0 {
+				hint = didYouMean(key, valid) + fmt.Sprintf("options of %s: %s", spec.Name, strings.Join(valid, ", "))
+			}
+			d.add(kn, path, fmt.Sprintf("stage %s has no option %q", spec.Name, key), hint)
+			continue
+		}
+		if v, ok := d.option(path, spec.Options[i], kn, vn); ok {
+			opts[key] = v
+		}
+	}
+	for _, o := range spec.Options {
+		if _, given := e.opts[o.Name]; given {
+			continue
+		}
+		switch {
+		case o.Required:
+			d.add(e.stageNode, e.path, fmt.Sprintf("stage %s needs option %q (%s)", spec.Name, o.Name, o.Type), optionHint(o))
+		case o.Default != nil:
+			opts[o.Name] = o.Default
+		}
+	}
+	return opts
+}
+
+// option converts one option value to its Go type.
+func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any, bool) {
+	if isNull(n) {
+		d.add(kn, path, "the option has no value", optionHint(o))
+		return nil, false
+	}
+	t, known := optionTypes[o.Type]
+	if !known {
+		d.add(n, path, fmt.Sprintf("the stage declares option type %q, which configuration files cannot express", o.Type), "this is a bug in the stage's spec")
+		return nil, false
+	}
+	before := len(d.probs.errs)
+	v := reflect.New(t).Elem()
+	d.decode(path, n, v)
+	if len(d.probs.errs) > before {
+		return nil, false
+	}
+	if s, isStr := v.Interface().(string); isStr && len(o.Enum) > 0 && !slices.Contains(o.Enum, s) {
+		d.add(n, path, fmt.Sprintf("%q is not one of %s", s, strings.Join(o.Enum, ", ")), optionHint(o))
+		return nil, false
+	}
+	return v.Interface(), true
+}
+
+var errPanic = errors.New("its New function panicked")
+
+// lintEnv is the environment stages are built in at load time: no
+// cluster (a nil Producer, as stages.Env documents) and no output.
+func lintEnv(name string) stages.Env {
+	return stages.Env{Log: zap.NewNop().Named(name), Stdout: io.Discard}
+}
+
+// lintBuild builds the stage once so that what only its factory checks
+// (an expression that does not compile) is reported now, at the
+// option's position when the factory says which option.
+func (d *decoder) lintBuild(st Stage, e *entry) {
+	s, err := func() (s stages.Stage, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%w: %v", errPanic, r)
+			}
+		}()
+		return st.Spec.New(st.Options, lintEnv(st.Spec.Name))
+	}()
+	if err != nil {
+		var oe *stages.OptionError
+		if errors.As(err, &oe) {
+			node := e.stageNode
+			path := e.path
+			if given, ok := e.opts[oe.Option]; ok {
+				node, path = given[1], e.path+"."+oe.Option
+			}
+			d.add(node, path, fmt.Sprintf("stage %s: option %q: %v", st.Spec.Name, oe.Option, oe.Err), optionDoc(st.Spec, oe.Option))
+			return
+		}
+		hint := "check the stage's options (the stages command documents them)"
+		if errors.Is(err, errPanic) {
+			hint = "this is a bug in the stage: tell its authors"
+		}
+		d.add(e.stageNode, e.path, fmt.Sprintf("stage %s: %v", st.Spec.Name, err), hint)
+		return
+	}
+	if c, ok := s.(stages.Closer); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	}
+}
+
+func optionDoc(spec stages.Spec, name string) string {
+	for _, o := range spec.Options {
+		if o.Name == name {
+			return optionHint(o)
+		}
+	}
+	return "the stages command documents the stage's options"
+}
+
+// optionHint is an option's documentation, or where to find it.
+func optionHint(o stages.OptionSpec) string {
+	if doc := strings.Join(strings.Fields(o.Doc), " "); doc != "" {
+		return doc
+	}
+	return fmt.Sprintf("the stages command documents option %q", o.Name)
+}

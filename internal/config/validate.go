@@ -1,0 +1,105 @@
+package config
+
+import (
+	"regexp"
+	"strings"
+)
+
+// validate runs pipeline.Config.Validate and reports each of its errors
+// at the key it names, or at the nearest enclosing key in the file.
+func (d *decoder) validate(cfg *Config) {
+	pc := cfg.Pipeline
+	if cfg.Embedded != nil && len(pc.Kafka.Brokers) == 0 {
+		pc.Kafka.Brokers = []string{"embedded:0"} // filled in at start
+	}
+	err := pc.Validate()
+	if err == nil {
+		return
+	}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		key, msg, ok := strings.Cut(e.Error(), ": ")
+		if !ok || strings.ContainsAny(key, " \"") {
+			key, msg = "", e.Error()
+		}
+		if d.reported(key) {
+			continue // a wrong type there was reported already
+		}
+		d.probs.add(d.keyPos(key), key, msg, validateHint(key))
+	}
+}
+
+// reported says whether a problem was already reported at key, above it
+// or below it.
+func (d *decoder) reported(key string) bool {
+	if key == "" {
+		return false
+	}
+	for _, e := range d.probs.errs {
+		if e.Key == key || strings.HasPrefix(e.Key, key+".") || strings.HasPrefix(e.Key, key+"[") ||
+			strings.HasPrefix(key, e.Key+".") || strings.HasPrefix(key, e.Key+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// keyPos is where key is in the file, or the nearest key enclosing it
+// that is, or the start of the file.
+func (d *decoder) keyPos(key string) Position {
+	for k := key; k != ""; k = parentKey(k) {
+		if p, ok := d.keys[k]; ok {
+			return p
+		}
+	}
+	return Position{1, 1}
+}
+
+func parentKey(k string) string {
+	if strings.HasSuffix(k, "]") {
+		if i := strings.LastIndexByte(k, '['); i >= 0 {
+			return k[:i]
+		}
+	}
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+var indexRE = regexp.MustCompile(`\[\d+\]`)
+
+// validateHints say what to do about what pipeline.Config.Validate
+// rejects, by key (list indexes removed).
+var validateHints = map[string]string{
+	"kafka.brokers":               "list bootstrap addresses, brokers: [broker-1:9092], or use kafka.embedded for a local broker",
+	"kafka.brokers[]":             "write host:port, such as localhost:9092",
+	"kafka.sasl.mechanism":        "use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+	"kafka.sasl.username":         "set kafka.sasl.username (and the password, best as \"${KAFKA_PASSWORD}\")",
+	"kafka.tls":                   "set both cert_file and key_file for mutual TLS, or neither",
+	"consumer.group":              "name the consumer group, such as group: order-enricher",
+	"consumer.topics":             "list the topics to consume, such as topics: [orders]",
+	"consumer.topics[]":           "remove the empty entry",
+	"consumer.auto_offset_reset":  "use earliest, latest or none",
+	"consumer.ordering":           "use partition (the default) or key",
+	"consumer.concurrency":        "use a positive number, or leave it out for one per CPU",
+	"consumer.buffer_bytes":       "raise buffer_bytes, or lower max_partition_fetch_bytes",
+	"consumer.fetch_max_bytes":    "raise fetch_max_bytes, or lower max_partition_fetch_bytes",
+	"consumer.heartbeat_interval": "keep heartbeat_interval at a third of session_timeout or less",
+	"dead_letter.topic":           "name a topic that is not consumed, such as <topic>.dlq",
+	"dead_letter.policy":          "use topic or stop",
+}
+
+func validateHint(key string) string {
+	if h, ok := validateHints[indexRE.ReplaceAllString(key, "[]")]; ok {
+		return h
+	}
+	if strings.HasSuffix(key, "timeout") || strings.HasSuffix(key, "interval") || strings.HasSuffix(key, "backoff") ||
+		strings.HasSuffix(key, "fetch_max_wait") || strings.HasSuffix(key, "max_age") {
+		return "use a positive duration, or leave it out for the default"
+	}
+	return "see the documentation of pipeline.Config"
+}

@@ -1,0 +1,71 @@
+// Command testprocessor is the processor binary with one test stage
+// registered, for end-to-end tests that must not depend on the built-in
+// stages: it is what a user's own binary looks like (register stages,
+// call app.Main).
+//
+// The stage "record" appends "topic partition offset" for every record
+// to the file named by its option "file", and returns only once written,
+// so a record is in the file before its offset can be committed. Its
+// option "delay" slows it down by that much per record, so a test can
+// stop a run mid-stream.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/cmd/processor/app"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+func main() {
+	stages.Register(stages.Spec{
+		Name:    "record",
+		Summary: "Append topic, partition and offset of every record to a file.",
+		Options: []stages.OptionSpec{
+			{Name: "file", Type: stages.TypeString, Required: true, Doc: "The file to append to."},
+			{Name: "delay", Type: stages.TypeDuration, Default: time.Duration(0), Doc: "Time spent on each record."},
+		},
+		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
+			f, err := os.OpenFile(o.String("file"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return nil, &stages.OptionError{Option: "file", Err: err}
+			}
+			return &recorder{f: f, delay: o.Duration("delay")}, nil
+		},
+	})
+	os.Exit(app.Main(os.Args[1:]))
+}
+
+type recorder struct {
+	mu    sync.Mutex
+	f     *os.File
+	delay time.Duration
+}
+
+func (r *recorder) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	if r.delay > 0 {
+		t := time.NewTimer(r.delay * time.Duration(len(in)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var b []byte
+	for _, rec := range in {
+		b = fmt.Appendf(b, "%s %d %d\n", rec.Topic, rec.Partition, rec.Offset)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(b); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (r *recorder) Close(context.Context) error { return r.f.Close() }
