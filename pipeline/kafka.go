@@ -28,7 +28,7 @@ type connection struct {
 func newConnection(c KafkaConfig) (*connection, error) {
 	conn := &connection{brokers: c.Brokers, clientID: c.ClientID, timeout: c.DialTimeout}
 	if c.TLS != nil {
-		t, err := tlsConfig(c.TLS)
+		t, err := c.TLS.Config()
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +44,9 @@ func newConnection(c KafkaConfig) (*connection, error) {
 	return conn, nil
 }
 
-func tlsConfig(c *TLS) (*tls.Config, error) {
+// Config returns the crypto/tls configuration these settings describe,
+// for other clients of the same cluster. It reads the certificate files.
+func (c *TLS) Config() (*tls.Config, error) {
 	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // opt-in for tests
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)

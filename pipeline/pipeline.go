@@ -198,11 +198,13 @@ func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
 // they hold, commits the processed offsets, and leaves the group. It
 // returns nil after a graceful stop, or an error if the pipeline could
 // not start (the cluster is unreachable within kafka.dial_timeout, a
-// topic does not exist). A Pipeline runs once.
+// topic does not exist). A Pipeline runs once. When Run returns, it has
+// closed every stage that implements stages.Closer.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
 	}
+	defer p.closeStages()
 	r, err := p.prepare(ctx)
 	if err != nil {
 		return err

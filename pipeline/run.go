@@ -110,7 +110,6 @@ func (r *runner) run(ctx context.Context) error {
 	metadata := fetch.NewMetadata(r.transport, r.conn.addr(), cfg.Consumer.Topics)
 
 	var wg conc.WaitGroup
-	defer r.closeStages()
 	defer wg.Wait()
 	defer cancel() // before wg.Wait: stop every stage
 
@@ -252,13 +251,13 @@ func (r *runner) notify(ctx context.Context, in <-chan Notice) {
 
 // closeStages closes the stages that hold resources, after the last
 // Process call returned.
-func (r *runner) closeStages() {
+func (p *Pipeline) closeStages() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, st := range r.p.stages {
+	for _, st := range p.stages {
 		if c, ok := st.Stage.(stages.Closer); ok {
 			if err := c.Close(ctx); err != nil {
-				r.p.log.Warn("closing a stage failed", zap.String("stage", st.Name), zap.Error(err))
+				p.log.Warn("closing a stage failed", zap.String("stage", st.Name), zap.Error(err))
 			}
 		}
 	}

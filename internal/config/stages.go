@@ -281,6 +281,10 @@ func (d *decoder) lintBuild(st Stage, e *entry) {
 		}()
 		return st.Spec.New(st.Options, lintEnv(st.Spec.Name))
 	}()
+	if errors.Is(err, stages.ErrNoProducer) {
+		// Expected without a cluster: the options were checked first.
+		return
+	}
 	if err != nil {
 		var oe *stages.OptionError
 		if errors.As(err, &oe) {

@@ -1,10 +1,7 @@
 package app
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -43,7 +40,7 @@ func clientOptions(k pipeline.KafkaConfig, idSuffix string) ([]kgo.Opt, error) {
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.ClientID(id + idSuffix), kgo.DialTimeout(dial)}
 	if t := k.TLS; t != nil {
-		tc, err := tlsConfig(t)
+		tc, err := t.Config()
 		if err != nil {
 			return nil, err
 		}
@@ -63,28 +60,4 @@ func clientOptions(k pipeline.KafkaConfig, idSuffix string) ([]kgo.Opt, error) {
 		}
 	}
 	return opts, nil
-}
-
-// tlsConfig builds the client TLS configuration as the pipeline does.
-func tlsConfig(c *pipeline.TLS) (*tls.Config, error) {
-	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // opt-in, for tests
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("kafka.tls.ca_file: %s holds no PEM certificate", c.CAFile)
-		}
-		t.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
-		}
-		t.Certificates = []tls.Certificate{cert}
-	}
-	return t, nil
 }

@@ -74,7 +74,12 @@ func (r *session) execute(ctx context.Context) (result, error) {
 		}
 	}()
 	built, err := r.buildStages(producers)
-	defer closeStages(built, r.log)
+	ran := false // once Run is called, the pipeline closes its stages
+	defer func() {
+		if !ran {
+			closeStages(built, r.log)
+		}
+	}()
 	if err != nil {
 		return result{}, err
 	}
@@ -89,10 +94,12 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return r.runPipeline(ctx, p, adm, names)
+	return r.runPipeline(ctx, p, adm, names, &ran)
 }
 
-func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string) (result, error) {
+// runPipeline runs p; it sets *ran just before Run (which then owns
+// closing the stages).
+func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string, ran *bool) (result, error) {
 	cfg, pc := r.cfg, p.Config()
 	mon := &monitor{p: p, adm: adm, topics: pc.Consumer.Topics, interval: r.opts.progress, print: r.opts.progress > 0,
 		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
@@ -136,6 +143,7 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	}
 
 	start := time.Now()
+	*ran = true
 	runErr := p.Run(ctx)
 	res := result{elapsed: time.Since(start), committedLag: -1}
 	stopMon()
@@ -180,8 +188,8 @@ func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
 	return built, nil
 }
 
-// closeStages closes the stages that hold resources, after the pipeline
-// stopped calling them.
+// closeStages closes the stages that hold resources when the pipeline
+// never ran (it closes them itself when Run returns).
 func closeStages(built []builtStage, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
