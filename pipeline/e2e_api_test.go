@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestSeekPauseResume(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the replay", func() bool { return rec.total() == 25 })
 	got := rec.offsets(tp)
-	if !equal(got[20:], seq(15, 20)) {
+	if !slices.Equal(got[20:], seq(15, 20)) {
 		t.Fatalf("after seek to 15 processed %v", got[20:])
 	}
 	rs := ev.resetsOf(tp)
@@ -133,7 +134,7 @@ func TestCompressedBatches(t *testing.T) {
 			if err := r.shutdown(t); err != nil {
 				t.Fatal(err)
 			}
-			if got := rec.offsets(tp); !equal(got, seq(15, 30)) {
+			if got := rec.offsets(tp); !slices.Equal(got, seq(15, 30)) {
 				t.Fatalf("processed %v, want 15..29", got)
 			}
 			if values[0] != name+"-1-5" || values[14] != name+"-2-9" || !headersOK {

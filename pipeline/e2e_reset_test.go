@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestNewGroupResetPolicies(t *testing.T) {
 			if err := r.shutdown(t); err != nil {
 				t.Fatal(err)
 			}
-			if got := rec.offsets(tp); !equal(got, tt.processed) {
+			if got := rec.offsets(tp); !slices.Equal(got, tt.processed) {
 				t.Fatalf("processed %v, want %v", got, tt.processed)
 			}
 			rs := ev.resetsOf(tp)
@@ -136,7 +137,7 @@ func TestCommittedAboveHighWatermark(t *testing.T) {
 	if err := r.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.offsets(tp); !equal(got, seq(0, 5)) {
+	if got := rec.offsets(tp); !slices.Equal(got, seq(0, 5)) {
 		t.Fatalf("processed %v, want 0..4", got)
 	}
 	rs := ev.resetsOf(tp)
@@ -210,16 +211,4 @@ func seq(from, to int64) []int64 {
 		out = append(out, o)
 	}
 	return out
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

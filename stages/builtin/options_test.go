@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/builtin"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -61,8 +60,8 @@ func TestProduceWithoutProducer(t *testing.T) {
 	optionError(t, err, "value")
 
 	_, err = stagetest.Build("produce", stages.Options{"topic": "out"}, stagetest.Env(nil, nil))
-	if !errors.Is(err, builtin.ErrNoProducer) {
-		t.Fatalf("error %v, want one wrapping builtin.ErrNoProducer", err)
+	if !errors.Is(err, stages.ErrNoProducer) {
+		t.Fatalf("error %v, want one wrapping stages.ErrNoProducer", err)
 	}
 	var oe *stages.OptionError
 	if errors.As(err, &oe) {

@@ -8,12 +8,6 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// ErrNoProducer is stages.ErrNoProducer, the error (wrapped) of building a produce stage in an
-// Env without a Producer, such as the one lint uses. A caller that only
-// checks options can test for it with errors.Is: the options were
-// checked before it is returned.
-var ErrNoProducer = stages.ErrNoProducer
-
 func init() {
 	stages.Register(stages.Spec{
 		Name:    "produce",
@@ -47,14 +41,14 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 		return nil, err
 	}
 	if env.Producer == nil {
-		return nil, fmt.Errorf("produce to %q: %w (the pipeline must run with a Kafka cluster configured)", topic, ErrNoProducer)
+		return nil, fmt.Errorf("produce to %q: %w (the pipeline must run with a Kafka cluster configured)", topic, stages.ErrNoProducer)
 	}
 	p, err := env.Producer(topic)
 	if err != nil {
 		return nil, fmt.Errorf("produce to %q: opening the producer: %w", topic, err)
 	}
 	if p == nil {
-		return nil, fmt.Errorf("produce to %q: %w (Env.Producer returned nil)", topic, ErrNoProducer)
+		return nil, fmt.Errorf("produce to %q: %w (Env.Producer returned nil)", topic, stages.ErrNoProducer)
 	}
 	return &produce{topic: topic, t: t, p: p}, nil
 }

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,10 +141,10 @@ func TestChainIsolation(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			if got := offsets(out); !equalOffsets(got, tt.want.out) {
+			if got := offsets(out); !slices.Equal(got, tt.want.out) {
 				t.Fatalf("out %v, want %v", got, tt.want.out)
 			}
-			if got := offsets(sink.got); !equalOffsets(got, tt.want.dead) {
+			if got := offsets(sink.got); !slices.Equal(got, tt.want.dead) {
 				t.Fatalf("dead letters %v, want %v", got, tt.want.dead)
 			}
 			for _, d := range sink.got {
@@ -171,16 +172,4 @@ func offsets(rs []stages.Record) []int64 {
 		out = append(out, r.Offset)
 	}
 	return out
-}
-
-func equalOffsets(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
