@@ -161,3 +161,26 @@ func TestRebalanceUnderLoad(t *testing.T) {
 		t.Fatalf("owners %v: every member should have owned partitions", names)
 	}
 }
+
+// TestAddedPartitionsAreConsumed: partitions added to a consumed topic
+// are picked up by a rebalance, without a restart.
+func TestAddedPartitionsAreConsumed(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "grow", 1)
+	c.Produce(t, "grow", 0, 3, values("g"))
+	rec := newRecorder()
+	r := start(t, fastConfig(c, "g-grow", "grow"), pipeline.WithStage("record", rec))
+	waitFor(t, 10*time.Second, "the first partition", func() bool { return rec.total() == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Admin.CreatePartitions(ctx, 2, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	c.Produce(t, "grow", 1, 4, values("h"))
+	waitFor(t, 15*time.Second, "the added partition", func() bool {
+		return len(rec.offsets(offsetstore.TopicPartition{Topic: "grow", Partition: 1})) == 4
+	})
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+}

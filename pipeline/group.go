@@ -38,9 +38,13 @@ func (m *member) run(ctx context.Context) error {
 		SessionTimeout:    k.SessionTimeout,
 		RebalanceTimeout:  k.RebalanceTimeout,
 		JoinGroupBackoff:  time.Second,
-		StartOffset:       kafka.FirstOffset, // marks "no committed offset"; the coordinator applies the policy
-		Timeout:           m.cfg.Kafka.DialTimeout,
-		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { m.log.Debug("group: " + fmt.Sprintf(f, a...)) }),
+		// Partitions added to a consumed topic start a rebalance, so
+		// they are consumed without a restart.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: max(m.cfg.Kafka.MetadataMaxAge, time.Second),
+		StartOffset:            kafka.FirstOffset, // marks "no committed offset"; the coordinator applies the policy
+		Timeout:                m.cfg.Kafka.DialTimeout,
+		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { m.log.Debug("group: " + fmt.Sprintf(f, a...)) }),
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group %q: %w", k.Group, err)

@@ -82,8 +82,9 @@ func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Res
 		return res
 	}
 	type found struct {
-		ls, hw, at int64
-		err        error
+		ls, hw int64
+		at     map[int64]int64 // by requested timestamp
+		err    error
 	}
 	got := map[key]*found{}
 	for _, t := range m.(*listoffsets.Response).Topics {
@@ -91,7 +92,7 @@ func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Res
 			k := key{t.Topic, p.Partition}
 			f := got[k]
 			if f == nil {
-				f = &found{ls: -1, hw: -1, at: -1}
+				f = &found{ls: -1, hw: -1}
 				got[k] = f
 			}
 			if p.ErrorCode != 0 {
@@ -104,7 +105,10 @@ func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Res
 			case latest:
 				f.hw = p.Offset
 			default:
-				f.at = p.Offset
+				if f.at == nil {
+					f.at = map[int64]int64{}
+				}
+				f.at[p.Timestamp] = p.Offset
 			}
 		}
 	}
@@ -121,7 +125,12 @@ func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Res
 		case f.ls < 0 || f.hw < f.ls:
 			pr.Err = fmt.Errorf("ListOffsets %s: incomplete answer (log start %d, high watermark %d)", e.Partition, f.ls, f.hw)
 		default:
-			pr.LogStart, pr.HighWatermark, pr.TimeOffset = f.ls, f.hw, f.at
+			pr.LogStart, pr.HighWatermark = f.ls, f.hw
+			if t, ok := e.Request.Time(); ok {
+				if at, found := f.at[t.UnixMilli()]; found {
+					pr.TimeOffset = at
+				}
+			}
 		}
 	}
 	return res
