@@ -286,6 +286,12 @@ func (c Config) Validate() error {
 	if k.BufferBytes < k.MaxPartitionFetchBytes {
 		bad("consumer.buffer_bytes", "%v is smaller than max_partition_fetch_bytes (%v): fetching could never start", k.BufferBytes, k.MaxPartitionFetchBytes)
 	}
+	for key, b := range map[string]ByteSize{"consumer.fetch_max_bytes": k.FetchMaxBytes,
+		"consumer.max_partition_fetch_bytes": k.MaxPartitionFetchBytes, "consumer.fetch_min_bytes": k.FetchMinBytes} {
+		if b < 0 || b > GiB {
+			bad(key, "%v is outside 1B..1GiB (a Kafka request size is a 32-bit number)", b)
+		}
+	}
 	if k.FetchMaxBytes < k.MaxPartitionFetchBytes {
 		bad("consumer.fetch_max_bytes", "%v is smaller than max_partition_fetch_bytes (%v)", k.FetchMaxBytes, k.MaxPartitionFetchBytes)
 	}

@@ -81,7 +81,9 @@ func OnPartitionStopped(fn func(PartitionStopped)) Option {
 	return func(p *Pipeline) { p.onStop = fn }
 }
 
-// WithDeadLetterSink replaces the dead-letter topic with another sink.
+// WithDeadLetterSink sends failed records to s instead of a dead-letter
+// topic; unless DeadLetterConfig.Policy says otherwise, the policy becomes
+// "topic" (dead-letter and continue).
 func WithDeadLetterSink(s process.DeadLetterSink) Option { return func(p *Pipeline) { p.sink = s } }
 
 // New checks cfg and returns a Pipeline. It does not connect to Kafka;
