@@ -38,6 +38,9 @@ type coordinatorOutputs struct {
 	fetch    func(offsetstore.FetchBatch)
 	commit   func(commit.Request)
 	metadata func() // ask for a metadata refresh; must not block
+	// abortFetches cancels the fetches in flight (they still answer,
+	// with an error); nil if not supported. Must not block.
+	abortFetches func()
 }
 
 // Notice is something the coordinator reports to the application: a

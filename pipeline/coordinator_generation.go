@@ -93,6 +93,11 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		return
 	}
 	c.revoking, c.revoke = true, e
+	if c.out.abortFetches != nil {
+		// A fetch long-polls for up to fetch_max_wait; its records would
+		// be dropped anyway, so do not let it hold up the revoke.
+		c.out.abortFetches()
+	}
 	for _, p := range c.slots {
 		if p != nil && !p.zombie {
 			c.fenceProcessing(p)

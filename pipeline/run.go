@@ -118,7 +118,11 @@ func (r *runner) run(ctx context.Context) error {
 	metaCh := make(chan struct{}, 1)
 	processCh := make(chan process.Message)
 	noticeCh := make(chan Notice, 64)
-	fetchers := map[fetcherKey]chan offsetstore.FetchBatch{}
+	fetchers := map[fetcherKey]chan fetchJob{}
+	// fetchCtx is the context of the fetches sent since the last abort;
+	// only the coordinator goroutine (through its outputs) touches it.
+	fetchCtx, abortFetches := context.WithCancel(runCtx)
+	defer func() { abortFetches() }()
 
 	var loop *coordinatorLoop
 	coord := newCoordinator(coordinatorConfig{
@@ -138,14 +142,18 @@ func (r *runner) run(ctx context.Context) error {
 			k := fetcherKey{broker: b.Broker(), lane: b.Lane()}
 			ch := fetchers[k]
 			if ch == nil {
-				ch = make(chan offsetstore.FetchBatch, 1)
+				ch = make(chan fetchJob, 1)
 				fetchers[k] = ch
 				wg.Go(func() {
-					serve(runCtx, ch, loop, func(ctx context.Context, b offsetstore.FetchBatch) any { return fetcher.Fetch(ctx, b) })
+					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) any { return fetcher.Fetch(j.ctx, j.batch) })
 				})
 			}
-			ch <- b
+			if fetchCtx.Err() != nil {
+				fetchCtx, abortFetches = context.WithCancel(runCtx)
+			}
+			ch <- fetchJob{ctx: fetchCtx, batch: b}
 		},
+		abortFetches: func() { abortFetches() },
 	}, log, &p.stats.coord, time.Now())
 	loop = newCoordinatorLoop(coord, processCh, noticeCh, p.tick)
 
@@ -186,6 +194,12 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// fetchJob is a fetch and the context it runs in (aborted on revoke).
+type fetchJob struct {
+	ctx   context.Context
+	batch offsetstore.FetchBatch
 }
 
 // serve runs a worker: one request at a time, its result to the
