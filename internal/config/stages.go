@@ -66,17 +66,6 @@ func (s *stageNodes) decodeNode(d *decoder, path string, n ast.Node) {
 // reserved are the keys of a pipeline entry that are not stage options.
 var reserved = []string{"stage", "name"}
 
-// optionTypes maps option types to the Go types their values have.
-var optionTypes = map[stages.OptionType]reflect.Type{
-	stages.TypeString:     reflect.TypeFor[string](),
-	stages.TypeExpr:       reflect.TypeFor[string](),
-	stages.TypeInt:        reflect.TypeFor[int](),
-	stages.TypeBool:       reflect.TypeFor[bool](),
-	stages.TypeDuration:   reflect.TypeFor[time.Duration](),
-	stages.TypeStringList: reflect.TypeFor[[]string](),
-	stages.TypeStringMap:  reflect.TypeFor[map[string]string](),
-}
-
 // entry is one pipeline entry as written.
 type entry struct {
 	index     int
@@ -199,39 +188,54 @@ func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
 	return st, len(d.probs.errs) == before
 }
 
-// options checks an entry's options against the spec and applies the
-// defaults.
+// options decodes an entry's options to their Go types (reporting each
+// decoding error at its value), then checks them against the spec with
+// stages.Spec.Check, the rules every caller of a stage factory applies,
+// and reports each problem at the option it concerns.
 func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
-	opts := stages.Options{}
 	var valid []string
 	for _, o := range spec.Options {
 		valid = append(valid, o.Name)
 	}
+	given := stages.Options{}
+	undecoded := map[string]bool{}
 	for _, key := range e.optOrder {
 		kn, vn := e.opts[key][0], e.opts[key][1]
-		path := e.path + "." + key
 		i := slices.IndexFunc(spec.Options, func(o stages.OptionSpec) bool { return o.Name == key })
 		if i < 0 || slices.Contains(reserved, key) {
-			hint := fmt.Sprintf("stage %s takes no options", spec.Name)
-			if len(valid) > 0 {
-				hint = didYouMean(key, valid) + fmt.Sprintf("options of %s: %s", spec.Name, strings.Join(valid, ", "))
-			}
-			d.add(kn, path, fmt.Sprintf("stage %s has no option %q", spec.Name, key), hint)
+			given[key] = nil // reported as unknown by Check
 			continue
 		}
-		if v, ok := d.option(path, spec.Options[i], kn, vn); ok {
-			opts[key] = v
+		if v, ok := d.option(e.path+"."+key, spec.Options[i], kn, vn); ok {
+			given[key] = v
+		} else {
+			undecoded[key] = true
 		}
 	}
-	for _, o := range spec.Options {
-		if _, given := e.opts[o.Name]; given {
-			continue
+	opts, probs := spec.Check(given)
+	for _, p := range probs {
+		path := e.path + "." + p.Option
+		node := e.stageNode
+		if nodes, ok := e.opts[p.Option]; ok {
+			node = nodes[1]
 		}
 		switch {
-		case o.Required:
+		case undecoded[p.Option]:
+			// already reported where its value failed to decode
+		case errors.Is(p, stages.ErrUnknownOption):
+			hint := fmt.Sprintf("stage %s takes no options", spec.Name)
+			if len(valid) > 0 {
+				hint = didYouMean(p.Option, valid) + fmt.Sprintf("options of %s: %s", spec.Name, strings.Join(valid, ", "))
+			}
+			d.add(e.opts[p.Option][0], path, fmt.Sprintf("stage %s has no option %q", spec.Name, p.Option), hint)
+		case errors.Is(p, stages.ErrMissingOption):
+			o := spec.Options[slices.IndexFunc(spec.Options, func(o stages.OptionSpec) bool { return o.Name == p.Option })]
 			d.add(e.stageNode, e.path, fmt.Sprintf("stage %s needs option %q (%s)", spec.Name, o.Name, o.Type), optionHint(o))
-		case o.Default != nil:
-			opts[o.Name] = o.Default
+		case errors.Is(p, stages.ErrOptionNotInEnum):
+			o := spec.Options[slices.IndexFunc(spec.Options, func(o stages.OptionSpec) bool { return o.Name == p.Option })]
+			d.add(node, path, strings.TrimPrefix(p.Err.Error(), stages.ErrOptionNotInEnum.Error()+": "), optionHint(o))
+		default:
+			d.add(node, path, fmt.Sprintf("stage %s: %v", spec.Name, p), "this is a bug in the stage's spec: tell its authors")
 		}
 	}
 	return opts
@@ -243,8 +247,8 @@ func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any,
 		d.add(kn, path, "the option has no value", optionHint(o))
 		return nil, false
 	}
-	t, known := optionTypes[o.Type]
-	if !known {
+	t := o.Type.GoType()
+	if t == nil {
 		d.add(n, path, fmt.Sprintf("the stage declares option type %q, which configuration files cannot express", o.Type), "this is a bug in the stage's spec")
 		return nil, false
 	}
@@ -252,10 +256,6 @@ func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any,
 	v := reflect.New(t).Elem()
 	d.decode(path, n, v)
 	if len(d.probs.errs) > before {
-		return nil, false
-	}
-	if s, isStr := v.Interface().(string); isStr && len(o.Enum) > 0 && !slices.Contains(o.Enum, s) {
-		d.add(n, path, fmt.Sprintf("%q is not one of %s", s, strings.Join(o.Enum, ", ")), optionHint(o))
 		return nil, false
 	}
 	return v.Interface(), true

@@ -72,14 +72,14 @@ func TestBuildRejects(t *testing.T) {
 		option string // "" for an error that is not an *stages.OptionError
 		msg    string
 	}{
-		{"test_opts", stages.Options{}, "n", "required int option is missing"},
+		{"test_opts", stages.Options{}, "n", "required option is missing (int)"},
 		{"test_opts", stages.Options{"n": "3"}, "n", "want int, got string"},
 		{"test_opts", stages.Options{"n": 1, "wait": 5}, "wait", "want duration, got int"},
 		{"test_opts", stages.Options{"n": 1, "list": []any{"a"}}, "list", "want []string"},
 		{"test_opts", stages.Options{"n": 1, "mode": "slow"}, "mode", `"slow" is not one of fast, safe`},
 		{"test_opts", stages.Options{"n": 1, "colour": "red", "size": 1}, "", "has no option colour, size (its options: cond, list, map, mode, n, on, wait)"},
 		{"no_such_stage", stages.Options{}, "", `no stage "no_such_stage" is registered`},
-		{"test_bad_spec", stages.Options{}, "", `spec of stage "test_bad_spec" is wrong: default of option "n": want int, got string`},
+		{"test_bad_spec", stages.Options{}, "n", `the spec of stage "test_bad_spec" is wrong: its default: wrong type: want int, got string`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.msg, func(t *testing.T) {
