@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -191,7 +192,7 @@ func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition, room *
 		closeRecords(p.RecordSet.Records)
 		return pr
 	}
-	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at, room)
+	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at, room, newAborts(p.AbortedTransactions))
 	if err != nil {
 		pr.Outcome, pr.Err = Retriable, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
 		return pr
@@ -231,7 +232,12 @@ func closeBytes(b protocol.Bytes) {
 // past them. It stops once *room is used up (a record that does not fit
 // is kept only when nothing else was, so one huge record cannot stall
 // the partition); room is decreased by what was kept.
-func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64, room *room) (recs []stages.Record, next, bytes int64, err error) {
+//
+// With read_committed, aborts lists the aborted transactions of the
+// response: records of those transactions are skipped too (the broker
+// returns them; the client filters), and move next past them like
+// markers.
+func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64, room *room, aborts *aborts) (recs []stages.Record, next, bytes int64, err error) {
 	next = at
 	if r == nil {
 		return nil, next, 0, nil
@@ -264,8 +270,24 @@ func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int6
 			continue
 		}
 		if cb, ok := rr.(*protocol.ControlBatch); ok {
+			aborts.reach(cb.BaseOffset)
 			for {
-				rec, err := cb.ReadRecord()
+				cr, err := cb.ReadControlRecord()
+				if err != nil {
+					break
+				}
+				if cr.Offset >= next {
+					next = cr.Offset + 1
+				}
+				if cr.Type == controlAbort {
+					aborts.end(cb.ProducerID)
+				}
+			}
+			continue
+		}
+		if rb, ok := rr.(*protocol.RecordBatch); ok && aborts.skip(rb) {
+			for {
+				rec, err := rb.ReadRecord()
 				if err != nil {
 					break
 				}
@@ -341,4 +363,53 @@ func recordSize(r *protocol.Record) int64 {
 type room struct {
 	left int64
 	kept bool // some record of the response was kept
+}
+
+// controlAbort is the control record type of a transaction abort marker.
+const controlAbort = 0
+
+// aborts tracks the aborted transactions of one partition's response (read
+// committed): a producer's transactional batches are skipped from its
+// transaction's first offset until its abort marker.
+type aborts struct {
+	list   []kfetch.ResponseTransaction // sorted by first offset
+	next   int
+	active map[int64]bool // producer ids inside an aborted transaction
+}
+
+func newAborts(list []kfetch.ResponseTransaction) *aborts {
+	if len(list) == 0 {
+		return nil
+	}
+	l := append([]kfetch.ResponseTransaction(nil), list...)
+	sort.Slice(l, func(i, j int) bool { return l[i].FirstOffset < l[j].FirstOffset })
+	return &aborts{list: l, active: map[int64]bool{}}
+}
+
+// reach activates the aborted transactions that started at or before
+// offset.
+func (a *aborts) reach(offset int64) {
+	if a == nil {
+		return
+	}
+	for a.next < len(a.list) && a.list[a.next].FirstOffset <= offset {
+		a.active[a.list[a.next].ProducerID] = true
+		a.next++
+	}
+}
+
+// skip reports whether a batch belongs to an aborted transaction.
+func (a *aborts) skip(b *protocol.RecordBatch) bool {
+	if a == nil || !b.Attributes.Transactional() {
+		return false
+	}
+	a.reach(b.BaseOffset)
+	return a.active[b.ProducerID]
+}
+
+// end closes a producer's aborted transaction at its abort marker.
+func (a *aborts) end(producerID int64) {
+	if a != nil {
+		delete(a.active, producerID)
+	}
 }

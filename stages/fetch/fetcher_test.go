@@ -146,3 +146,57 @@ func waitHW(t *testing.T, c *kafkatest.Cluster, topic string, p int32, want int6
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestFetchReadCommitted: with read_committed, records of an aborted
+// transaction are skipped (and passed), committed ones are kept.
+func TestFetchReadCommitted(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "rc", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.TransactionalID("rc-producer"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	txn := func(values string, commit kgo.TransactionEndTry) {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			cl.Produce(ctx, &kgo.Record{Topic: "rc", Partition: 0, Value: []byte{byte(v)}}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txn("ab", kgo.TryCommit) // offsets 0,1 + marker 2
+	txn("xyz", kgo.TryAbort) // offsets 3,4,5 + marker 6
+	txn("c", kgo.TryCommit)  // offset 7 + marker 8
+	waitHW(t, c, "rc", 0, 9)
+	tr := &kafka.Transport{MetadataTTL: time.Second}
+	defer tr.CloseIdleConnections()
+	for _, committed := range []bool{true, false} {
+		f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, _ := offsetstore.NewPosition(0, 1, 1)
+		pr := f.Fetch(ctx, offsetstore.NewFetchBatch(0, 0, 1, 1<<20,
+			[]offsetstore.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos}})).Partitions[0]
+		var got string
+		for _, r := range pr.Batch.Records() {
+			got += string(r.Value)
+		}
+		want := "abxyzc"
+		if committed {
+			want = "abc"
+		}
+		if got != want || pr.Next != 9 {
+			t.Fatalf("read_committed=%v: values %q next %d, want %q and 9", committed, got, pr.Next, want)
+		}
+	}
+}
