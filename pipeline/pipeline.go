@@ -23,6 +23,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,9 +54,10 @@ type Pipeline struct {
 	sink    process.DeadLetterSink
 	tick    time.Duration
 
-	started atomic.Bool
-	loop    atomic.Pointer[coordinatorLoop]
-	stats   pipelineStats
+	started   atomic.Bool
+	closeOnce sync.Once
+	loop      atomic.Pointer[coordinatorLoop]
+	stats     pipelineStats
 }
 
 // Option configures a Pipeline beyond its Config.

@@ -263,16 +263,29 @@ func (r *runner) notify(ctx context.Context, in <-chan Notice) {
 	}
 }
 
-// closeStages closes the stages that hold resources, after the last
-// Process call returned.
+// Close closes the pipeline's stages that hold resources (stages.Closer),
+// once; later calls do nothing and return nil. Run calls it when it
+// returns; call it yourself only for a Pipeline that never runs. It must
+// not be called while Run is running.
+func (p *Pipeline) Close(ctx context.Context) error {
+	var errs []error
+	p.closeOnce.Do(func() {
+		for _, st := range p.stages {
+			if c, ok := st.Stage.(stages.Closer); ok {
+				if err := c.Close(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("stage %s: %w", st.Name, err))
+				}
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// closeStages is Close with a deadline, logging what failed.
 func (p *Pipeline) closeStages() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, st := range p.stages {
-		if c, ok := st.Stage.(stages.Closer); ok {
-			if err := c.Close(ctx); err != nil {
-				p.log.Warn("closing a stage failed", zap.String("stage", st.Name), zap.Error(err))
-			}
-		}
+	if err := p.Close(ctx); err != nil {
+		p.log.Warn("closing stages failed", zap.Error(err))
 	}
 }

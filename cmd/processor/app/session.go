@@ -74,13 +74,8 @@ func (r *session) execute(ctx context.Context) (result, error) {
 		}
 	}()
 	built, err := r.buildStages(producers)
-	ran := false // once Run is called, the pipeline closes its stages
-	defer func() {
-		if !ran {
-			closeStages(built, r.log)
-		}
-	}()
 	if err != nil {
+		closeStages(built, r.log)
 		return result{}, err
 	}
 	// The pipeline logs resets and stopped partitions itself.
@@ -92,14 +87,16 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	}
 	p, err := pipeline.New(pc, opts...)
 	if err != nil {
+		closeStages(built, r.log)
 		return result{}, err
 	}
-	return r.runPipeline(ctx, p, adm, names, &ran)
+	// The pipeline owns the stages now: Run closes them, and so does
+	// this if Run is never reached (Close runs once).
+	defer func() { _ = p.Close(context.Background()) }()
+	return r.runPipeline(ctx, p, adm, names)
 }
 
-// runPipeline runs p; it sets *ran just before Run (which then owns
-// closing the stages).
-func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string, ran *bool) (result, error) {
+func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string) (result, error) {
 	cfg, pc := r.cfg, p.Config()
 	mon := &monitor{p: p, adm: adm, topics: pc.Consumer.Topics, interval: r.opts.progress, print: r.opts.progress > 0,
 		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
@@ -143,7 +140,6 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	}
 
 	start := time.Now()
-	*ran = true
 	runErr := p.Run(ctx)
 	res := result{elapsed: time.Since(start), committedLag: -1}
 	stopMon()
@@ -188,8 +184,8 @@ func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
 	return built, nil
 }
 
-// closeStages closes the stages that hold resources when the pipeline
-// never ran (it closes them itself when Run returns).
+// closeStages closes the built stages that hold resources when no
+// pipeline took them over.
 func closeStages(built []builtStage, log *zap.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
