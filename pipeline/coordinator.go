@@ -19,7 +19,11 @@ import (
 type coordinatorConfig struct {
 	policy          offsetstore.ResetPolicy
 	validate        bool          // check committed and sought offsets against the log before fetching
-	commitInterval  time.Duration // <= 0: commit only on revoke, shutdown and flush
+	// commitInterval is the least time between two commits: a commit is
+	// sent as soon as a watermark moved, no commit is in flight, and the
+	// last one was sent at least commitInterval ago. <= 0: commit only on
+	// revoke, shutdown and flush.
+	commitInterval time.Duration
 	budget          int64         // bytes of fetched-but-unfinished records
 	fetchMaxBytes   int32         // most bytes one fetch request asks for
 	fetchLanes      int           // concurrent fetch requests per broker (default 1)
@@ -65,6 +69,13 @@ type coordinatorStats struct {
 	resets        atomic.Int64
 	commits       atomic.Int64
 	commitErrors  atomic.Int64
+	// stoppedPartitions is how many assigned partitions are stopped now;
+	// stops counts every stop.
+	stoppedPartitions atomic.Int64
+	stops             atomic.Int64
+	// stoppedAtRelease lists the partitions that were stopped when the
+	// last generation was released (what a shutdown leaves stopped).
+	stoppedAtRelease atomic.Pointer[[]PartitionStopped]
 }
 
 // coordinator owns all partition state. Every method runs on the
@@ -98,12 +109,9 @@ type coordinator struct {
 	leaders  map[offsetstore.TopicPartition]int32
 	brokers  map[fetcherKey]*fetcher
 
-	resolverIdle bool
-	resolving    []int // slots of the resolve in flight, aligned with its entries
-	resolveID    offsetstore.BatchID
-	committing   bool
-	commitID     offsetstore.BatchID
-	commitDue    bool
+	resolver     inFlight // the lookup in flight
+	committer    inFlight // the commit in flight (no slots)
+	dirty        bool     // a watermark may have moved past its committed offset
 	nextCommitAt time.Time
 	flushes      []chan error
 
@@ -116,7 +124,8 @@ type coordinator struct {
 
 	toProcess process.Message // next message for processing
 	notices   []Notice
-	scratchR  []offsetstore.ResolveEntry
+	scratchR     []offsetstore.ResolveEntry
+	scratchSlots []int
 }
 
 func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logger, stats *coordinatorStats, now time.Time) *coordinator {
@@ -153,7 +162,6 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		paused:       make(map[offsetstore.TopicPartition]bool),
 		leaders:      make(map[offsetstore.TopicPartition]int32),
 		brokers:      make(map[fetcherKey]*fetcher),
-		resolverIdle: true,
 	}
 }
 
@@ -236,24 +244,21 @@ func (c *coordinator) byTP(tp offsetstore.TopicPartition) *partition {
 // plan sends new work to idle workers.
 func (c *coordinator) plan() {
 	if c.active {
-		if c.needResolve && c.resolverIdle && c.out.resolve != nil {
+		if c.needResolve && !c.resolver.busy() && c.out.resolve != nil {
 			c.planResolve()
 		}
 		if !c.revoking {
 			for _, b := range c.brokers {
-				if b.idle && len(b.ready) > 0 {
+				if !b.flight.busy() && len(b.ready) > 0 {
 					c.planFetch(b)
 				}
 			}
 		}
-		if (c.commitDue || len(c.flushes) > 0) && !c.committing && !c.revoking {
-			if !c.sendCommit() {
-				for _, f := range c.flushes {
-					reply(f, nil)
-				}
-				c.flushes = nil
+		if c.commitDue() && !c.sendCommit() {
+			for _, f := range c.flushes {
+				reply(f, nil)
 			}
-			c.commitDue = false
+			c.flushes = nil
 		}
 	}
 	c.checkRevoke()
@@ -261,6 +266,17 @@ func (c *coordinator) plan() {
 	if c.buffered > c.stats.maxBuffered.Load() {
 		c.stats.maxBuffered.Store(c.buffered)
 	}
+}
+
+// commitDue reports whether a commit should be sent now: a flush waits,
+// or a watermark moved and the commit interval passed since the last one.
+// Never while a commit is in flight or during a revoke (which sends its
+// own final commit).
+func (c *coordinator) commitDue() bool {
+	if c.committer.busy() || c.revoking {
+		return false
+	}
+	return len(c.flushes) > 0 || (c.dirty && c.cfg.commitInterval > 0 && !c.now.Before(c.nextCommitAt))
 }
 
 // takeProcessMessage returns the pending message for processing, if any,

@@ -174,7 +174,11 @@ func (h *coordHarness) completeAll() {
 			}
 		}
 		for _, b := range m.Batches {
-			rep.Completions = append(rep.Completions, process.Completion{Batch: b, Dropped: b.Epoch() <= fenced[b.Partition()]})
+			c := process.Completion{Batch: b, FinishedBelow: b.Span().End}
+			if b.Epoch() <= fenced[b.Partition()] {
+				c.FinishedBelow = b.Span().Start
+			}
+			rep.Completions = append(rep.Completions, c)
 		}
 	}
 	h.messages = nil

@@ -72,6 +72,9 @@ type partition struct {
 	// or current offset), -1 if none.
 	from  int64
 	epoch offsetstore.Epoch
+	// seekEpoch is the epoch the last Seek gave the partition: batches
+	// handed out in older epochs were handed out before it.
+	seekEpoch offsetstore.Epoch
 
 	op       op
 	fetcher  *fetcher // fetcher of the fetch in flight
@@ -179,11 +182,9 @@ type fetcherKey struct {
 type fetcher struct {
 	id       int32 // broker
 	lane     int
-	idle     bool
-	ready    []int               // slots of fetchable partitions it fetches next
-	batch    offsetstore.BatchID // the fetch in flight
-	inflight []int               // slots of the fetch in flight, aligned with its entries
-	reserved int64               // bytes the fetch in flight may return
+	ready    []int    // slots of fetchable partitions it fetches next
+	flight   inFlight // the fetch in flight
+	reserved int64    // bytes the fetch in flight may return
 }
 
 // PartitionStatus is a snapshot of one assigned partition.

@@ -108,6 +108,8 @@ func TestChainIsolation(t *testing.T) {
 			want: want{out: []int64{1, 2, 3}, dead: []int64{0}, calls: 4, stopped: -1},
 		},
 		{
+			// the records before the failing one finish; the ones after
+			// it do not run
 			name: "stop policy stops at the failing record",
 			stop: true,
 			stage: func(calls *atomic.Int32) stages.Stage {
@@ -121,7 +123,7 @@ func TestChainIsolation(t *testing.T) {
 					return in, nil
 				})
 			},
-			want: want{calls: 4, stopped: 2},
+			want: want{out: []int64{0, 1}, calls: 4, stopped: 2},
 		},
 	}
 	for _, tt := range tests {
