@@ -17,16 +17,16 @@ import (
 // coordinatorConfig is what the coordinator needs from the pipeline
 // configuration.
 type coordinatorConfig struct {
-	policy          offsetstore.ResetPolicy
-	validate        bool          // check committed and sought offsets against the log before fetching
+	policy   offsetstore.ResetPolicy
+	validate bool // check committed and sought offsets against the log before fetching
 	// commitInterval is the least time between two commits: a commit is
 	// sent as soon as a watermark moved, no commit is in flight, and the
 	// last one was sent at least commitInterval ago. <= 0: commit only on
 	// revoke, shutdown and flush.
-	commitInterval time.Duration
-	budget          int64         // bytes of fetched-but-unfinished records
-	fetchMaxBytes   int32         // most bytes one fetch request asks for
-	fetchLanes      int           // concurrent fetch requests per broker (default 1)
+	commitInterval  time.Duration
+	budget          int64 // bytes of fetched-but-unfinished records
+	fetchMaxBytes   int32 // most bytes one fetch request asks for
+	fetchLanes      int   // concurrent fetch requests per broker (default 1)
 	retryBackoff    time.Duration
 	maxRetryBackoff time.Duration
 	metadataBackoff time.Duration // least time between metadata refreshes asked for missing leaders
@@ -122,8 +122,8 @@ type coordinator struct {
 	needLeaders  bool  // some partition has no known leader
 	lastMetaReq  time.Time
 
-	toProcess process.Message // next message for processing
-	notices   []Notice
+	toProcess    process.Message // next message for processing
+	notices      []Notice
 	scratchR     []offsetstore.ResolveEntry
 	scratchSlots []int
 }
@@ -151,17 +151,17 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		cfg.budget = 64 << 20
 	}
 	return &coordinator{
-		cfg:          cfg,
-		out:          out,
-		log:          log,
-		stats:        stats,
-		now:          now,
-		gen:          offsetstore.NoGeneration,
-		index:        make(map[offsetstore.TopicPartition]int),
-		zombies:      make(map[offsetstore.TopicPartition]int),
-		paused:       make(map[offsetstore.TopicPartition]bool),
-		leaders:      make(map[offsetstore.TopicPartition]int32),
-		brokers:      make(map[fetcherKey]*fetcher),
+		cfg:     cfg,
+		out:     out,
+		log:     log,
+		stats:   stats,
+		now:     now,
+		gen:     offsetstore.NoGeneration,
+		index:   make(map[offsetstore.TopicPartition]int),
+		zombies: make(map[offsetstore.TopicPartition]int),
+		paused:  make(map[offsetstore.TopicPartition]bool),
+		leaders: make(map[offsetstore.TopicPartition]int32),
+		brokers: make(map[fetcherKey]*fetcher),
 	}
 }
 
