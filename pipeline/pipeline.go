@@ -52,6 +52,7 @@ type Pipeline struct {
 	onReset func(offsetstore.ResetEvent)
 	onStop  func(PartitionStopped)
 	sink    process.DeadLetterSink
+	outputs []string
 	tick    time.Duration
 
 	started   atomic.Bool
@@ -87,6 +88,15 @@ func OnPartitionStopped(fn func(PartitionStopped)) Option {
 // topic; unless DeadLetterConfig.Policy says otherwise, the policy becomes
 // "topic" (dead-letter and continue).
 func WithDeadLetterSink(s process.DeadLetterSink) Option { return func(p *Pipeline) { p.sink = s } }
+
+// WithOutputTopics names topics the stages write to. Run checks at start
+// that they exist, as it does for the consumed topics and the
+// dead-letter topic, and fails with a clear error if one does not (or
+// creates it, with kafka.create_topics). Without it, a stage writing to a
+// missing topic would retry forever.
+func WithOutputTopics(topics ...string) Option {
+	return func(p *Pipeline) { p.outputs = append(p.outputs, topics...) }
+}
 
 // New checks cfg and returns a Pipeline. It does not connect to Kafka;
 // Run does.
@@ -199,11 +209,16 @@ func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
 
 // Run consumes until ctx ends, then stops gracefully within
 // ShutdownTimeout: it stops fetching, lets the stages finish the records
-// they hold, commits the processed offsets, and leaves the group. It
-// returns nil after a graceful stop, or an error if the pipeline could
-// not start (the cluster is unreachable within kafka.dial_timeout, a
-// topic does not exist). A Pipeline runs once. When Run returns, it has
-// closed every stage that implements stages.Closer.
+// they hold, commits the processed offsets, and leaves the group.
+//
+// It returns nil after a graceful stop with every partition healthy. It
+// returns an error if the pipeline could not start (the cluster is
+// unreachable within kafka.dial_timeout, a consumed, output or
+// dead-letter topic does not exist), if the shutdown deadline passed
+// before in-flight records finished, if the final commit failed, or a
+// *StoppedPartitionsError if partitions were stopped when it ended. A
+// Pipeline runs once. When Run returns, it has closed every stage that
+// implements stages.Closer.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted
