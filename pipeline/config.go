@@ -320,7 +320,7 @@ func (c Config) Validate() error {
 	for key, d := range map[string]time.Duration{
 		"consumer.commit_interval": k.CommitInterval, "consumer.fetch_max_wait": k.FetchMaxWait,
 		"consumer.processing_timeout": k.ProcessingTimeout,
-		"consumer.session_timeout": k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
+		"consumer.session_timeout":    k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
 		"shutdown_timeout": c.ShutdownTimeout, "kafka.dial_timeout": c.Kafka.DialTimeout,
 		"kafka.metadata_max_age": c.Kafka.MetadataMaxAge, "dead_letter.backoff": c.DeadLetter.Backoff,
 	} {

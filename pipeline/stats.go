@@ -42,13 +42,13 @@ type pipelineStats struct {
 
 func (s *pipelineStats) snapshot() Stats {
 	return Stats{
-		BufferedBytes:    s.coord.bufferedBytes.Load(),
-		MaxBufferedBytes: s.coord.maxBuffered.Load(),
-		RecordsProcessed: s.processed.Load(),
-		DeadLetters:      s.deadLetters.Load(),
-		Resets:           s.coord.resets.Load(),
-		StaleDropped:     s.coord.staleDropped.Load(),
-		Commits:          s.coord.commits.Load(),
+		BufferedBytes:     s.coord.bufferedBytes.Load(),
+		MaxBufferedBytes:  s.coord.maxBuffered.Load(),
+		RecordsProcessed:  s.processed.Load(),
+		DeadLetters:       s.deadLetters.Load(),
+		Resets:            s.coord.resets.Load(),
+		StaleDropped:      s.coord.staleDropped.Load(),
+		Commits:           s.coord.commits.Load(),
 		CommitErrors:      s.coord.commitErrors.Load(),
 		StoppedPartitions: s.coord.stoppedPartitions.Load(),
 		Stops:             s.coord.stops.Load(),
