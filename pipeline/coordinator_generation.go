@@ -23,7 +23,9 @@ func (c *coordinator) onAssign(e *assignEvent) {
 	}
 	c.gen, c.store, c.active, c.fenced = e.gen, e.store, true, false
 	c.revoking, c.finalCommit, c.finalErr = false, false, nil
-	c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
+	// the first commit of a generation may go out as soon as a
+	// watermark moves: the interval counts from the last commit sent
+	c.nextCommitAt = c.now
 	for _, a := range e.partitions {
 		if _, dup := c.index[a.tp]; dup {
 			c.ignore("partition assigned twice", zap.Stringer("partition", a.tp))

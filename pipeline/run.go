@@ -37,7 +37,10 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, p.cfg.Consumer.Topics)}
+	// The transport answers Metadata requests from its cache of these
+	// topics: the consumed ones and the ones checked at start.
+	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
+	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
 	if err := r.checkCluster(ctx); err != nil {
 		r.transport.CloseIdleConnections()
 		return nil, err
