@@ -23,13 +23,17 @@ type coordinatorConfig struct {
 	// sent as soon as a watermark moved, no commit is in flight, and the
 	// last one was sent at least commitInterval ago. <= 0: commit only on
 	// revoke, shutdown and flush.
-	commitInterval  time.Duration
-	budget          int64 // bytes of fetched-but-unfinished records
-	fetchMaxBytes   int32 // most bytes one fetch request asks for
-	fetchLanes      int   // concurrent fetch requests per broker (default 1)
-	retryBackoff    time.Duration
-	maxRetryBackoff time.Duration
-	metadataBackoff time.Duration // least time between metadata refreshes asked for missing leaders
+	commitInterval time.Duration
+	budget         int64 // bytes of fetched-but-unfinished records
+	fetchMaxBytes  int32 // most bytes one fetch request asks for
+	// partitionMaxBytes is the most one partition of a fetch returns; a
+	// fetch reserves (of the budget) what its partitions can return.
+	// <= 0: a fetch reserves fetchMaxBytes.
+	partitionMaxBytes int32
+	fetchLanes        int // concurrent fetch requests per broker (default 1)
+	retryBackoff      time.Duration
+	maxRetryBackoff   time.Duration
+	metadataBackoff   time.Duration // least time between metadata refreshes asked for missing leaders
 }
 
 // coordinatorOutputs are where the coordinator sends work. Each worker

@@ -175,14 +175,15 @@ func (c *coordinator) makeReady(p *partition) {
 	p.queued = true
 }
 
+// planFetch sends b a fetch of its ready partitions, if the byte budget
+// has room. The fetch reserves what it can return: its partitions times
+// partitionMaxBytes, at most fetchMaxBytes and what is left of the
+// budget, so one fetch (a long poll of idle partitions, say) never holds
+// the budget other brokers need.
 func (c *coordinator) planFetch(b *fetcher) {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
 		return
-	}
-	maxBytes := int64(c.cfg.fetchMaxBytes)
-	if avail < maxBytes {
-		maxBytes = avail
 	}
 	var fb offsetstore.FetchBatchBuilder
 	fb.Grow(len(b.ready))
@@ -203,6 +204,10 @@ func (c *coordinator) planFetch(b *fetcher) {
 	b.ready = b.ready[:0]
 	if fb.Len() == 0 {
 		return
+	}
+	maxBytes := min(int64(c.cfg.fetchMaxBytes), avail)
+	if c.cfg.partitionMaxBytes > 0 {
+		maxBytes = min(maxBytes, int64(fb.Len())*int64(c.cfg.partitionMaxBytes))
 	}
 	b.reserved = maxBytes
 	c.reserved += maxBytes

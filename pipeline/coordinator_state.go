@@ -135,13 +135,16 @@ func (p *partition) complete(bt *fetch.Batch) (h handout, ok bool) {
 
 // currentOffset is where the partition is, for the From of a reset
 // event: its position; for a stopped partition, where processing stopped
-// (its watermark); else the offset it waits to validate, else its
-// watermark; -1 if it never had one.
+// (its watermark); while a seek is pending, where that seek started from;
+// else the offset it waits to validate (committed, or called out of
+// range), else its watermark; -1 if it never had one.
 func (p *partition) currentOffset() int64 {
 	switch {
 	case p.state == Stopped:
 	case p.hasPos:
 		return p.pos.Offset()
+	case p.seek:
+		return p.from
 	case p.state == AwaitValidation:
 		off, _ := p.req.Offset()
 		return off

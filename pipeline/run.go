@@ -190,13 +190,14 @@ func (r *runner) run(ctx context.Context) error {
 
 	var loop *coordinatorLoop
 	coord := newCoordinator(coordinatorConfig{
-		policy:          cfg.Consumer.AutoOffsetReset,
-		validate:        !cfg.Consumer.SkipOffsetValidation,
-		commitInterval:  cfg.Consumer.CommitInterval,
-		budget:          int64(cfg.Consumer.BufferBytes),
-		fetchMaxBytes:   int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
-		fetchLanes:      cfg.Consumer.FetchConcurrency,
-		metadataBackoff: 100 * time.Millisecond,
+		policy:            cfg.Consumer.AutoOffsetReset,
+		validate:          !cfg.Consumer.SkipOffsetValidation,
+		commitInterval:    cfg.Consumer.CommitInterval,
+		budget:            int64(cfg.Consumer.BufferBytes),
+		fetchMaxBytes:     int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
+		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
+		fetchLanes:        cfg.Consumer.FetchConcurrency,
+		metadataBackoff:   100 * time.Millisecond,
 	}, coordinatorOutputs{
 		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
 		commit:   func(c commit.Request) { commitCh <- c },

@@ -109,11 +109,15 @@ func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, c
 	return nil
 }
 
-// send writes one dead letter, retrying transient errors until ctx ends.
+// send writes one dead letter, retrying transient errors (with
+// Policy.Backoff, doubling up to 5s) until ctx ends.
 // It returns nil once acknowledged, the error if it is permanent, or
 // ctx's error.
 func (c *Chain) send(ctx context.Context, dl stages.Record) error {
-	wait := 100 * time.Millisecond
+	wait := c.Policy.Backoff
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
 	for {
 		err := c.Policy.Sink.Send(ctx, []stages.Record{dl})
 		if err == nil || stages.IsPermanent(err) {

@@ -1,8 +1,8 @@
 package process
 
 import (
+	"cmp"
 	"errors"
-	"hash/maphash"
 	"math"
 	"slices"
 
@@ -23,7 +23,6 @@ import (
 type Scheduler struct {
 	concurrency int
 	keyOrdering bool
-	seed        maphash.Seed
 
 	queues map[queueKey]*queue
 	parts  map[offsetstore.TopicPartition]*partitionState
@@ -42,7 +41,6 @@ func NewScheduler(concurrency int, keyOrdering bool) *Scheduler {
 	return &Scheduler{
 		concurrency: max(concurrency, 1),
 		keyOrdering: keyOrdering && concurrency > 1,
-		seed:        maphash.MakeSeed(),
 		queues:      map[queueKey]*queue{},
 		parts:       map[offsetstore.TopicPartition]*partitionState{},
 	}
@@ -140,10 +138,16 @@ func (s *Scheduler) accept(b *fetch.Batch) {
 	}
 }
 
-// KeyGroup returns the key group of key: records whose keys share a group
-// run in order, one at a time.
+// keyGroup returns the key group of key: records whose keys share a
+// group run in order, one at a time. FNV-1a: the same key always lands in
+// the same group, in every run.
 func (s *Scheduler) keyGroup(key []byte) uint32 {
-	return uint32(maphash.Bytes(s.seed, key) % uint64(s.concurrency))
+	h := uint32(2166136261)
+	for _, b := range key {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	return h % uint32(s.concurrency)
 }
 
 // Next hands out the next unit to run, if one may start now. The caller
@@ -274,12 +278,18 @@ func (s *Scheduler) drop(u *Unit) {
 	}
 }
 
-// dropQueued drops the queued units of dead batches of tp.
+// dropQueued drops the queued units of dead batches of tp, key group by
+// key group (in order, so a run is reproducible).
 func (s *Scheduler) dropQueued(tp offsetstore.TopicPartition) {
-	for k, q := range s.queues {
-		if k.tp != tp {
-			continue
+	var keys []queueKey
+	for k := range s.queues {
+		if k.tp == tp {
+			keys = append(keys, k)
 		}
+	}
+	slices.SortFunc(keys, func(a, b queueKey) int { return cmp.Compare(a.keyGroup, b.keyGroup) })
+	for _, k := range keys {
+		q := s.queues[k]
 		keep := q.units[:0]
 		for _, u := range q.units {
 			if s.dead(u.job.batch) {
