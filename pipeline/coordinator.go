@@ -112,6 +112,7 @@ type coordinator struct {
 	paused   map[offsetstore.TopicPartition]bool // survives generations
 	leaders  map[offsetstore.TopicPartition]int32
 	brokers  map[fetcherKey]*fetcher
+	fetchers []*fetcher // the same, in the order they were made: fetches are planned in a stable order
 
 	resolver     inFlight // the lookup in flight
 	committer    inFlight // the commit in flight (no slots)
@@ -252,7 +253,7 @@ func (c *coordinator) plan() {
 			c.planResolve()
 		}
 		if !c.revoking {
-			for _, b := range c.brokers {
+			for _, b := range c.fetchers {
 				if !b.flight.busy() && len(b.ready) > 0 {
 					c.planFetch(b)
 				}

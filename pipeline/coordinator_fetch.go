@@ -168,6 +168,7 @@ func (c *coordinator) makeReady(p *partition) {
 		if b == nil {
 			b = &fetcher{id: k.broker, lane: k.lane}
 			c.brokers[k] = b
+			c.fetchers = append(c.fetchers, b)
 		}
 		p.leaderF = b
 	}

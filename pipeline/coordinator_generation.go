@@ -179,7 +179,7 @@ func (c *coordinator) release(cause error) {
 		c.free = append(c.free, slot)
 	}
 	clear(c.index)
-	for _, b := range c.brokers {
+	for _, b := range c.fetchers {
 		b.ready = b.ready[:0]
 	}
 	// The lookup, fetches and commit in flight stay in flight: their

@@ -109,6 +109,10 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	default: // an offset to validate
 		off, _ := p.req.Offset()
 		switch {
+		case p.seek:
+			// a sought offset outside the log is clamped to it (the
+			// event's log bounds say so)
+			to, reason = min(max(off, ls), hw), offsetstore.ReasonSeek
 		case off < ls:
 			to, reason = ls, offsetstore.ReasonBelowLogStart
 		case off > hw:
@@ -119,9 +123,6 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 			}
 		default:
 			to = off
-			if p.seek {
-				reason = offsetstore.ReasonSeek
-			}
 		}
 	}
 	if reason == 0 {

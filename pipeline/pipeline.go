@@ -159,10 +159,17 @@ func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
 }
 
 // Seek moves a partition this member owns to where req says: Exact(n),
-// Earliest(), Latest() or AtTime(t). Records already handed to the stages
-// finish; fetching continues from the new position, and a reset event
-// (reason seek) reports the move. A stopped partition restarts. It fails
-// with ErrNotAssigned if the partition is not assigned here now.
+// Earliest(), Latest() or AtTime(t). Fetching continues from the new
+// position, and a reset event (reason seek) reports the move; with offset
+// validation on (the default), an offset outside the log is clamped to
+// its bounds. A stopped partition restarts.
+//
+// Records already handed to the stages still run, but the commit no
+// longer waits for them: a seek forward commits the new position, and a
+// record handed out before the seek that fails does not stop the
+// partition (the records below the new position are skipped by the seek,
+// those from it on are fetched again). It fails with ErrNotAssigned if
+// the partition is not assigned here now.
 func (p *Pipeline) Seek(ctx context.Context, tp offsetstore.TopicPartition, req offsetstore.StartRequest) error {
 	done := make(chan error, 1)
 	return p.await(ctx, &seekEvent{tp: tp, req: req, done: done}, done)
