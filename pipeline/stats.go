@@ -26,7 +26,7 @@ type Stats struct {
 	StoppedPartitions int64
 	Stops             int64
 	// StuckCalls is how many stage calls are running past
-	// processing_timeout + process.StuckAfter: their stage ignores its
+	// processing_timeout + process.DefaultStuckAfter: their stage ignores its
 	// context, and their partitions wait.
 	StuckCalls int64
 	// Partitions is the state of every partition assigned now.

@@ -39,11 +39,13 @@ type Chain struct {
 	// context and its partition waits for it), and with -1 when such a
 	// call returns at last.
 	OnStuck func(stage string, delta int)
+	// StuckAfter is how long past its Timeout a stage call may run
+	// before it is reported as stuck; default DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
-// StuckAfter is how long past its Timeout a stage call may run before the
-// chain reports it as stuck (see Chain.OnStuck).
-const StuckAfter = 5 * time.Second
+// DefaultStuckAfter is the default Chain.StuckAfter.
+const DefaultStuckAfter = 5 * time.Second
 
 // StoppedError is the error of a partition stopped by the failure policy:
 // a record failed for good under the stop policy, or could not be written
@@ -238,7 +240,11 @@ func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]
 		returned, reported bool
 	)
 	started := time.Now()
-	watchdog := time.AfterFunc(c.Timeout+StuckAfter, func() {
+	grace := c.StuckAfter
+	if grace <= 0 {
+		grace = DefaultStuckAfter
+	}
+	watchdog := time.AfterFunc(c.Timeout+grace, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if returned {
