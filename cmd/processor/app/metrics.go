@@ -24,8 +24,8 @@ type statsCollector struct {
 	p   *pipeline.Pipeline
 	mon *monitor
 
-	processed, deadLetters, resets, stale, commits, commitErrors *prometheus.Desc
-	buffered, maxBuffered, assigned, stopped, lag                *prometheus.Desc
+	processed, deadLetters, resets, stale, commits, commitErrors, stops *prometheus.Desc
+	buffered, maxBuffered, assigned, stopped, stuck, lag                *prometheus.Desc
 }
 
 func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
@@ -43,7 +43,9 @@ func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
 		buffered:     d("buffered_bytes", "Bytes of records fetched and not yet finished."),
 		maxBuffered:  d("buffered_bytes_max", "Highest buffered_bytes seen."),
 		assigned:     d("assigned_partitions", "Partitions assigned to this member."),
-		stopped:      d("stopped_partitions", "Assigned partitions stopped with an error."),
+		stopped:      d("stopped_partitions", "Assigned partitions stopped with an error (see /readyz for why)."),
+		stops:        d("partition_stops_total", "Partitions stopped: a record failed under dead_letter policy stop, could not be dead-lettered, or auto_offset_reset none."),
+		stuck:        d("stuck_stage_calls", "Stage calls still running well past processing_timeout: the stage ignores its context and its partition waits."),
 		lag:          d("consumer_lag", "Records behind the high watermark, by the processed watermark; refreshed every few seconds.", "topic", "partition"),
 	}
 }
@@ -51,7 +53,7 @@ func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.processed, c.deadLetters, c.resets, c.stale, c.commits, c.commitErrors,
-		c.buffered, c.maxBuffered, c.assigned, c.stopped, c.lag} {
+		c.buffered, c.maxBuffered, c.assigned, c.stopped, c.stops, c.stuck, c.lag} {
 		ch <- d
 	}
 }
@@ -77,6 +79,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.maxBuffered, s.MaxBufferedBytes)
 	gauge(c.assigned, int64(len(s.Partitions)))
 	gauge(c.stopped, int64(countStopped(s)))
+	counter(c.stops, s.Stops)
+	gauge(c.stuck, s.StuckCalls)
 	for tp, l := range c.mon.lags() {
 		gauge(c.lag, l, tp.Topic, strconv.Itoa(int(tp.Partition)))
 	}
