@@ -87,17 +87,7 @@ func TestRunEmbeddedMaxRecords(t *testing.T) {
 func TestRunServesMetricsAndHealth(t *testing.T) {
 	var n atomic.Int64
 	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.Replace(embeddedConfig, "RATE", "100", 1))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", "300ms"},
-			&cli{stdout: &out, stderr: &errOut, registry: countRegistry(&n)})
-	}()
-	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
-	var base string
-	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	base, errOut, done, cancel := startRun(t, cfg, "300ms", countRegistry(&n))
 	waitUntil(t, 20*time.Second, "records processed", func() bool { return n.Load() > 0 })
 
 	code, body := get(t, base+"/healthz")
@@ -159,6 +149,27 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 	}
 }
 
+// startRun runs "run -c cfg" in the background with an HTTP server on a
+// free port and progress every interval; it returns the server's base
+// URL, the run's stderr, its exit code (when it ends) and what cancels it
+// (also at the end of the test).
+func startRun(t *testing.T, cfg, interval string, reg *stages.Registry) (string, *syncBuffer, chan int, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var out syncBuffer
+	errOut := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", interval},
+			&cli{stdout: &out, stderr: errOut, registry: reg})
+	}()
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	var base string
+	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	return base, errOut, done, cancel
+}
+
 // rejectRegistry has a stage "reject" that fails the record at offset 3
 // of partition 0 of every topic, for good.
 func rejectRegistry() *stages.Registry {
@@ -186,17 +197,7 @@ func rejectRegistry() *stages.Registry {
 // 200), shows in the progress line and the summary, and the run exits 1.
 func TestRunStoppedPartitionIsVisible(t *testing.T) {
 	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.NewReplacer("RATE", "200", "stage: count", "stage: reject").Replace(embeddedConfig))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", "200ms"},
-			&cli{stdout: &out, stderr: &errOut, registry: rejectRegistry()})
-	}()
-	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
-	var base string
-	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	base, errOut, done, cancel := startRun(t, cfg, "200ms", rejectRegistry())
 	var body string
 	waitUntil(t, 20*time.Second, "/readyz to report the stopped partition", func() bool {
 		var code int
