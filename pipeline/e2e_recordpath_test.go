@@ -14,7 +14,6 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // readAll reads every record of topic with an independent client.
@@ -126,7 +125,7 @@ func TestStopCommitsOnlyWhatEveryStageFinished(t *testing.T) {
 	}
 	err = r.shutdown(t)
 	var stopped *pipeline.StoppedPartitionsError
-	var why *process.StoppedError
+	var why *stages.StoppedError
 	if !errors.As(err, &stopped) || len(stopped.Partitions) != 1 || !errors.As(err, &why) || why.Failed != 2 || why.Stage != "check" {
 		t.Fatalf("Run: %v, want a StoppedPartitionsError for in/0 stopped by check at offset 2", err)
 	}
@@ -196,8 +195,8 @@ func TestRecordTooLargeForEveryOutput(t *testing.T) {
 			for _, h := range dl[0].Headers {
 				headers[h.Key] = string(h.Value)
 			}
-			if headers[process.HeaderTruncated] != "true" || headers[process.HeaderSourceSize] != "1572865" ||
-				headers[process.HeaderSourceOffset] != "1" || headers[process.HeaderStage] != "produce" || len(dl[0].Value) != 0 {
+			if headers[stages.HeaderTruncated] != "true" || headers[stages.HeaderSourceSize] != "1572865" ||
+				headers[stages.HeaderSourceOffset] != "1" || headers[stages.HeaderErrorStage] != "produce" || len(dl[0].Value) != 0 {
 				t.Fatalf("dead letter %q (value %d bytes), want a truncated one for offset 1 of 1572865 bytes", headers, len(dl[0].Value))
 			}
 			if out := readAll(t, c, "out"); len(out) != 2 {

@@ -342,7 +342,7 @@ func (s *scriptSink) Send(_ context.Context, recs []stages.Record) error {
 	m, obs := s.m, s.m.cur
 	for _, r := range recs {
 		src := sourceOf(r)
-		_, truncated := r.Header(process.HeaderTruncated)
+		_, truncated := r.Header(stages.HeaderTruncated)
 		ak := fmt.Sprintf("dl/%v", src)
 		obs.attemptsTP[ak]++
 		switch m.dlPlan(src) {
@@ -357,7 +357,7 @@ func (s *scriptSink) Send(_ context.Context, recs []stages.Record) error {
 		case dlRefuseAll:
 			return stages.Permanent(errors.New("dead-letter topic refuses the record"))
 		}
-		name, _ := r.Header(process.HeaderStage)
+		name, _ := r.Header(stages.HeaderErrorStage)
 		var k int
 		if _, err := fmt.Sscanf(string(name), "s%d", &k); err != nil {
 			return fmt.Errorf("dead letter without a stage header: %v", r.Headers)

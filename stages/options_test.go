@@ -40,10 +40,13 @@ func TestSpecCheck(t *testing.T) {
 				}
 			}
 			if len(tt.want) == 0 {
-				if opts.String("mode") != "a" || opts.Duration("wait") != time.Second || opts.StringList("tags")[0] != "x" {
+				mode, _ := opts.String("mode")
+				wait, _ := opts.Duration("wait")
+				tags, _ := opts.StringList("tags")
+				if mode != "a" || wait != time.Second || len(tags) == 0 || tags[0] != "x" {
 					t.Fatalf("defaults not applied: %v", opts)
 				}
-				opts.StringList("tags")[0] = "changed"
+				tags[0] = "changed"
 				if spec.Options[3].Default.([]string)[0] != "x" {
 					t.Fatal("a stage can change the spec's default list")
 				}

@@ -7,9 +7,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
-
-	"go.uber.org/zap"
 )
 
 // OptionType is the type of a stage option's value in a configuration
@@ -61,8 +58,10 @@ type Spec struct {
 
 // Env is what a stage factory may use from the pipeline it runs in.
 type Env struct {
-	// Log is the pipeline's logger, named after the stage.
-	Log *zap.Logger
+	// Log is the pipeline's logger, naming the stage in each message.
+	// Never nil when the pipeline builds the stage; a factory called by
+	// hand may get a zero Env: use NopLogger then.
+	Log Logger
 	// Stdout is where printing stages write (os.Stdout in the binary, a
 	// buffer in tests).
 	Stdout io.Writer
@@ -77,33 +76,6 @@ type Env struct {
 type Producer interface {
 	Produce(ctx context.Context, records []Record) error
 }
-
-// Options are a stage's checked option values, by option name.
-type Options map[string]any
-
-// String returns a string (or expr) option; "" if absent.
-func (o Options) String(name string) string { s, _ := o[name].(string); return s }
-
-// Int returns an int option; 0 if absent.
-func (o Options) Int(name string) int { n, _ := o[name].(int); return n }
-
-// Bool returns a bool option; false if absent.
-func (o Options) Bool(name string) bool { b, _ := o[name].(bool); return b }
-
-// Duration returns a duration option; 0 if absent.
-func (o Options) Duration(name string) time.Duration { d, _ := o[name].(time.Duration); return d }
-
-// StringList returns a []string option; nil if absent.
-func (o Options) StringList(name string) []string { l, _ := o[name].([]string); return l }
-
-// StringMap returns a map[string]string option; nil if absent.
-func (o Options) StringMap(name string) map[string]string {
-	m, _ := o[name].(map[string]string)
-	return m
-}
-
-// Has reports whether the option has a value (given, or a default).
-func (o Options) Has(name string) bool { _, ok := o[name]; return ok }
 
 // OptionError is an error about one option of a stage.
 type OptionError struct {
@@ -128,15 +100,10 @@ var Default = &Registry{}
 var ErrDuplicate = errors.New("stage name already registered")
 
 // Register adds a spec. It fails if the name is taken or the spec is
-// incomplete.
+// wrong (see Spec.Validate).
 func (r *Registry) Register(s Spec) error {
-	if s.Name == "" || s.New == nil {
-		return errors.New("stage spec needs a Name and a New function")
-	}
-	for _, c := range s.Name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
-			return fmt.Errorf("stage name %q: use lower-case letters, digits and _", s.Name)
-		}
+	if err := s.Validate(); err != nil {
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -256,8 +256,11 @@ shutdown_timeout: 10s
 	if got := strings.Join(names, ","); got != "json#1,filter,json#3,sample,map" {
 		t.Errorf("stage names %s", got)
 	}
-	if cfg.Stages[0].Options.StringList("require")[1] != "user" || cfg.Stages[3].Options.Int("every") != 10 ||
-		cfg.Stages[3].Options.String("format") != "text" || cfg.Stages[4].Options.StringMap("headers")["source"] != `"demo"` {
+	require, _ := cfg.Stages[0].Options.StringList("require")
+	every, _ := cfg.Stages[3].Options.Int("every")
+	format, _ := cfg.Stages[3].Options.String("format")
+	headers, _ := cfg.Stages[4].Options.StringMap("headers")
+	if len(require) < 2 || require[1] != "user" || every != 10 || format != "text" || headers["source"] != `"demo"` {
 		t.Errorf("options not decoded or defaults not applied: %+v", cfg.Stages)
 	}
 	if cfg.Stages[1].Pos != (Position{16, 5}) {

@@ -24,7 +24,8 @@ func testRegistry() *stages.Registry {
 		Name: "filter", Summary: "keep records for which an expression holds",
 		Options: []stages.OptionSpec{{Name: "if", Type: stages.TypeExpr, Required: true, Doc: "the condition"}},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
-			if err := compile(o.String("if")); err != nil {
+			cond, _ := o.String("if")
+			if err := compile(cond); err != nil {
 				return nil, &stages.OptionError{Option: "if", Err: err}
 			}
 			return pass, nil
@@ -41,7 +42,8 @@ func testRegistry() *stages.Registry {
 				return nil, errors.New("set at least one of value, key, headers")
 			}
 			for _, name := range []string{"value", "key"} {
-				if err := compile(o.String(name)); o.Has(name) && err != nil {
+				src, _ := o.String(name)
+				if err := compile(src); o.Has(name) && err != nil {
 					return nil, &stages.OptionError{Option: name, Err: err}
 				}
 			}
@@ -60,7 +62,7 @@ func testRegistry() *stages.Registry {
 			{Name: "every", Type: stages.TypeInt, Default: 1},
 		},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
-			if o.Int("every") < 1 {
+			if every, _ := o.Int("every"); every < 1 {
 				return nil, &stages.OptionError{Option: "every", Err: fmt.Errorf("must be at least 1")}
 			}
 			return pass, nil
@@ -75,7 +77,8 @@ func testRegistry() *stages.Registry {
 		},
 		New: func(o stages.Options, env stages.Env) (stages.Stage, error) {
 			if env.Producer != nil {
-				if _, err := env.Producer(o.String("topic")); err != nil {
+				topic, _ := o.String("topic")
+				if _, err := env.Producer(topic); err != nil {
 					return nil, err
 				}
 			}

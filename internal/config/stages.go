@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
-	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -266,7 +265,7 @@ var errPanic = errors.New("its New function panicked")
 // lintEnv is the environment stages are built in at load time: no
 // cluster (a nil Producer, as stages.Env documents) and no output.
 func lintEnv(name string) stages.Env {
-	return stages.Env{Log: zap.NewNop().Named(name), Stdout: io.Discard}
+	return stages.Env{Log: stages.NopLogger, Stdout: io.Discard}
 }
 
 // lintBuild builds the stage once so that what only its factory checks

@@ -30,11 +30,19 @@ func main() {
 			{Name: "delay", Type: stages.TypeDuration, Default: time.Duration(0), Doc: "Time spent on each record."},
 		},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
-			f, err := os.OpenFile(o.String("file"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			name, err := o.String("file")
+			if err != nil {
+				return nil, err
+			}
+			delay, err := o.Duration("delay")
+			if err != nil {
+				return nil, err
+			}
+			f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 			if err != nil {
 				return nil, &stages.OptionError{Option: "file", Err: err}
 			}
-			return &recorder{f: f, delay: o.Duration("delay")}, nil
+			return &recorder{f: f, delay: delay}, nil
 		},
 	})
 	os.Exit(app.Main(os.Args[1:]))

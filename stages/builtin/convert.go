@@ -58,20 +58,29 @@ type headerProgram struct {
 // optional) of a stage.
 func compileTransform(opts stages.Options) (*transform, error) {
 	t := &transform{}
-	var err error
-	if opts.Has("key") {
-		if t.key, err = compile("key", "key", opts.String("key"), false); err != nil {
+	for _, part := range []struct {
+		name string
+		prog **program
+	}{{"key", &t.key}, {"value", &t.value}} {
+		if !opts.Has(part.name) {
+			continue
+		}
+		src, err := opts.String(part.name)
+		if err != nil {
 			return nil, err
 		}
-		t.uses |= t.key.uses
-	}
-	if opts.Has("value") {
-		if t.value, err = compile("value", "value", opts.String("value"), false); err != nil {
+		if *part.prog, err = compile(part.name, part.name, src, false); err != nil {
 			return nil, err
 		}
-		t.uses |= t.value.uses
+		t.uses |= (*part.prog).uses
 	}
-	hs := opts.StringMap("headers")
+	var hs map[string]string
+	if opts.Has("headers") {
+		var err error
+		if hs, err = opts.StringMap("headers"); err != nil {
+			return nil, err
+		}
+	}
 	names := make([]string, 0, len(hs))
 	for name := range hs {
 		names = append(names, name)

@@ -28,7 +28,11 @@ type filter struct {
 }
 
 func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
-	p, err := compile("if", "if", opts.String("if"), true)
+	src, err := opts.String("if")
+	if err != nil {
+		return nil, err
+	}
+	p, err := compile("if", "if", src, true)
 	if err != nil {
 		return nil, err
 	}
@@ -40,26 +44,22 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // *stages.RecordErrors.
 func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(f.cond.uses)
-	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
-	for i := range in {
-		e.load(&in[i])
+	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+		e.load(r)
 		v, err := e.run(f.cond)
-		if err == nil {
-			keep, ok := v.(bool)
-			if ok {
-				if keep {
-					re.Emit(i, in[i])
-				}
-				continue
-			}
-			err = &EvalError{Expr: f.cond.label, Err: fmt.Errorf("result is %s, not a bool (write a comparison, e.g. json?.status == \"ok\")", typeName(v))}
+		if err != nil {
+			return stages.Permanent(err)
 		}
-		re.Fail(i, stages.Permanent(err))
-	}
-	if re.Failed() {
-		return nil, &re
-	}
-	return re.Out, nil
+		keep, ok := v.(bool)
+		if !ok {
+			return stages.Permanent(&EvalError{Expr: f.cond.label,
+				Err: fmt.Errorf("result is %s, not a bool (write a comparison, e.g. json?.status == \"ok\")", typeName(v))})
+		}
+		if keep {
+			emit(*r)
+		}
+		return nil
+	})
 }
 
 func typeName(v any) string {

@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -50,15 +48,15 @@ func TestFilter(t *testing.T) {
 				t.Errorf("dead-lettered offsets %v, want %v", got, tc.failed)
 			}
 			for _, dl := range res.DeadLetters {
-				if msg := header(dl, process.HeaderError); !strings.Contains(msg, tc.errMatch) || strings.Contains(msg, "\n") {
+				if msg := header(dl, stages.HeaderErrorMessage); !strings.Contains(msg, tc.errMatch) || strings.Contains(msg, "\n") {
 					t.Errorf("dead letter error %q: want one line containing %q", msg, tc.errMatch)
 				}
-				if stage := header(dl, process.HeaderStage); stage != "filter" {
+				if stage := header(dl, stages.HeaderErrorStage); stage != "filter" {
 					t.Errorf("dead letter stage header %q, want filter", stage)
 				}
 			}
 			// every record is finished (kept, dropped or dead-lettered)
-			if m := res.Marks[offsetstore.TopicPartition{Topic: "in"}]; m != 14 {
+			if m := res.Marks[stagetest.Partition{Topic: "in"}]; m != 14 {
 				t.Errorf("mark %d, want 14", m)
 			}
 		})
@@ -75,7 +73,7 @@ func TestFilterNonBoolStringFailsRecords(t *testing.T) {
 	if got := offsets(res.DeadLetters); !slices.Equal(got, []int64{10, 12}) {
 		t.Errorf("dead letters %v, want [10 12] (a string and a nil are not bools)", got)
 	}
-	if msg := header(res.DeadLetters[0], process.HeaderError); !strings.Contains(msg, "string, not a bool") {
+	if msg := header(res.DeadLetters[0], stages.HeaderErrorMessage); !strings.Contains(msg, "string, not a bool") {
 		t.Errorf("error %q does not say the result is a string", msg)
 	}
 }

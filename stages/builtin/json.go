@@ -30,7 +30,13 @@ type jsonStage struct {
 }
 
 func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
-	req := opts.StringList("require")
+	var req []string
+	if opts.Has("require") {
+		var err error
+		if req, err = opts.StringList("require"); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range req {
 		if f == "" {
 			return nil, &stages.OptionError{Option: "require", Err: errors.New("empty field name")}
@@ -42,18 +48,13 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Process returns the valid records, shared with in; invalid ones are
 // reported in a *stages.RecordErrors.
 func (j *jsonStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
-	for i := range in {
-		if err := j.check(in[i].Value); err != nil {
-			re.Fail(i, stages.Permanent(err))
-			continue
+	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+		if err := j.check(r.Value); err != nil {
+			return stages.Permanent(err)
 		}
-		re.Emit(i, in[i])
-	}
-	if re.Failed() {
-		return nil, &re
-	}
-	return re.Out, nil
+		emit(*r)
+		return nil
+	})
 }
 
 func (j *jsonStage) check(v []byte) error {

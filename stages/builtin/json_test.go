@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -57,7 +56,7 @@ func TestJSON(t *testing.T) {
 				t.Fatalf("outputs %v, dead letters %v; want record 3 dead-lettered, the others out",
 					offsets(res.Outputs), offsets(res.DeadLetters))
 			}
-			if msg := header(res.DeadLetters[0], process.HeaderError); !strings.Contains(msg, tc.fail) {
+			if msg := header(res.DeadLetters[0], stages.HeaderErrorMessage); !strings.Contains(msg, tc.fail) {
 				t.Errorf("error %q does not contain %q", msg, tc.fail)
 			}
 		})

@@ -43,13 +43,20 @@ type logStage struct {
 }
 
 func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
-	s := &logStage{format: opts.String("format"), w: env.Stdout}
+	format, err := opts.String("format")
+	if err != nil {
+		return nil, err
+	}
+	every, err := opts.Int("every")
+	if err != nil {
+		return nil, err
+	}
+	s := &logStage{format: format, w: env.Stdout}
 	switch s.format {
 	case "text", "json", "value":
 	default:
 		return nil, &stages.OptionError{Option: "format", Err: errors.New("must be text, json or value")}
 	}
-	every := opts.Int("every")
 	if every < 1 {
 		return nil, &stages.OptionError{Option: "every", Err: errors.New("must be at least 1")}
 	}
@@ -64,34 +71,21 @@ func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // write fails that record (in a *stages.RecordErrors).
 func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	var line bytes.Buffer
-	var errs map[int]error
-	for i := range in {
-		if (s.n.Add(1)-1)%s.every != 0 {
-			continue
-		}
-		line.Reset()
-		s.format1(&line, &in[i])
-		line.WriteByte('\n')
-		s.mu.Lock()
-		_, err := s.w.Write(line.Bytes())
-		s.mu.Unlock()
-		if err != nil {
-			if errs == nil {
-				errs = map[int]error{}
-			}
-			errs[i] = err
-		}
-	}
-	if errs != nil {
-		re := stages.RecordErrors{Errs: errs}
-		for i := range in {
-			if _, failed := errs[i]; !failed {
-				re.Emit(i, in[i])
+	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+		if (s.n.Add(1)-1)%s.every == 0 {
+			line.Reset()
+			s.format1(&line, r)
+			line.WriteByte('\n')
+			s.mu.Lock()
+			_, err := s.w.Write(line.Bytes())
+			s.mu.Unlock()
+			if err != nil {
+				return err
 			}
 		}
-		return nil, &re
-	}
-	return in, nil
+		emit(*r)
+		return nil
+	})
 }
 
 func (s *logStage) format1(b *bytes.Buffer, r *stages.Record) {

@@ -1,7 +1,6 @@
 package builtin_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -100,8 +98,7 @@ func (failingWriter) Write(p []byte) (int, error) { return 0, errors.New("broken
 
 func TestLogWriteFailureFailsRecords(t *testing.T) {
 	st := build(t, "log", stages.Options{"every": 2}, stagetest.Env(failingWriter{}, nil))
-	res := stagetest.Run(context.Background(), []stages.Record{rec(1, "", "a"), rec(2, "", "b"), rec(3, "", "c")},
-		process.FailurePolicy{}, process.NamedStage{Name: "log", Stage: st})
+	res := stagetest.Run(t, []stages.Record{rec(1, "", "a"), rec(2, "", "b"), rec(3, "", "c")}, stagetest.Step{Name: "log", Stage: st})
 	// records 1 and 3 are printed (one in every 2), so they fail; record
 	// 2 is not printed and passes
 	if got := offsets(res.Outputs); !slices.Equal(got, []int64{2}) {

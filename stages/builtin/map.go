@@ -29,7 +29,8 @@ type mapStage struct {
 }
 
 func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
-	if !opts.Has("value") && !opts.Has("key") && len(opts.StringMap("headers")) == 0 {
+	headers, _ := opts.StringMap("headers") // absent: none
+	if !opts.Has("value") && !opts.Has("key") && len(headers) == 0 {
 		return nil, &stages.OptionError{Option: "value",
 			Err: errors.New("map needs at least one of value, key or headers (a map that changes nothing is a mistake)")}
 	}
@@ -45,18 +46,13 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // expressions fail is reported in a *stages.RecordErrors.
 func (m *mapStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(m.t.uses)
-	re := stages.RecordErrors{Out: make([]stages.Record, 0, len(in))}
-	for i := range in {
-		e.load(&in[i])
-		r, err := m.t.apply(e, in[i])
+	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+		e.load(r)
+		out, err := m.t.apply(e, *r)
 		if err != nil {
-			re.Fail(i, stages.Permanent(err))
-			continue
+			return stages.Permanent(err)
 		}
-		re.Emit(i, r)
-	}
-	if re.Failed() {
-		return nil, &re
-	}
-	return re.Out, nil
+		emit(out)
+		return nil
+	})
 }

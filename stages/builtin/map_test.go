@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -127,7 +126,7 @@ func TestMapFailuresAreIsolated(t *testing.T) {
 			if got := offsets(res.Outputs); !slices.Equal(got, []int64{1, 3}) {
 				t.Errorf("outputs %v, want [1 3]", got)
 			}
-			if msg := header(res.DeadLetters[0], process.HeaderError); !strings.Contains(msg, tc.msg) {
+			if msg := header(res.DeadLetters[0], stages.HeaderErrorMessage); !strings.Contains(msg, tc.msg) {
 				t.Errorf("error %q does not contain %q", msg, tc.msg)
 			}
 		})

@@ -32,7 +32,10 @@ type produce struct {
 }
 
 func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
-	topic := opts.String("topic")
+	topic, err := opts.String("topic")
+	if err != nil {
+		return nil, err
+	}
 	if topic == "" {
 		return nil, &stages.OptionError{Option: "topic", Err: errors.New("empty topic name")}
 	}

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -55,7 +53,7 @@ func TestProduceForwardsConvertedRecords(t *testing.T) {
 	if p.Calls() != 1 {
 		t.Errorf("%d Produce calls for one batch, want 1", p.Calls())
 	}
-	if m := res.Marks[offsetstore.TopicPartition{Topic: "in"}]; m != 9 {
+	if m := res.Marks[stagetest.Partition{Topic: "in"}]; m != 9 {
 		t.Errorf("mark %d, want 9", m)
 	}
 }
@@ -122,9 +120,9 @@ func TestProduceFailure(t *testing.T) {
 			}}
 			st := build(t, "produce", stages.Options{"topic": "out"}, stagetest.Env(nil, p))
 			pr := &probe{p: p}
-			policy := process.FailurePolicy{Retries: 2, Backoff: time.Millisecond, Stop: tc.stop}
-			res := stagetest.Run(context.Background(), []stages.Record{rec(4, "", "a"), rec(5, "", "b"), rec(6, "", "c")}, policy,
-				process.NamedStage{Name: "produce", Stage: st}, process.NamedStage{Name: "probe", Stage: pr})
+			policy := stagetest.Policy{Retries: 2, Backoff: time.Millisecond, Stop: tc.stop}
+			res := stagetest.Runner{Policy: policy}.Run(t, []stages.Record{rec(4, "", "a"), rec(5, "", "b"), rec(6, "", "c")},
+				stagetest.Step{Name: "produce", Stage: st}, stagetest.Step{Name: "probe", Stage: pr})
 
 			if got := offsets(res.Outputs); !slices.Equal(got, tc.wantOut) && len(got)+len(tc.wantOut) > 0 {
 				t.Errorf("outputs %v, want %v", got, tc.wantOut)
@@ -133,15 +131,15 @@ func TestProduceFailure(t *testing.T) {
 				t.Errorf("dead letters %v, want %v", got, tc.wantDead)
 			}
 			for _, dl := range res.DeadLetters {
-				if header(dl, process.HeaderStage) != "produce" || !strings.Contains(header(dl, process.HeaderError), errBroker.Error()) {
+				if header(dl, stages.HeaderErrorStage) != "produce" || !strings.Contains(header(dl, stages.HeaderErrorMessage), errBroker.Error()) {
 					t.Errorf("dead letter headers %v", dl.Headers)
 				}
 			}
-			tp := offsetstore.TopicPartition{Topic: "in"}
+			tp := stagetest.Partition{Topic: "in"}
 			if m, ok := res.Marks[tp]; !ok || m != tc.wantMark {
 				t.Errorf("mark %d (present %v), want %d", m, ok, tc.wantMark)
 			}
-			var stop *process.StoppedError
+			var stop *stages.StoppedError
 			if stopped := errors.As(res.Stopped[tp], &stop); stopped != tc.wantStop {
 				t.Errorf("stopped error %v, want stopped %v", res.Stopped[tp], tc.wantStop)
 			} else if stopped && (stop.Offset != 4 || !errors.Is(stop, errBroker)) {

@@ -1,7 +1,6 @@
 package builtin_test
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,9 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -40,18 +37,17 @@ func TestFilterMapModel(t *testing.T) {
 			in = append(in, r)
 		}
 
-		res := stagetest.Run(context.Background(), in, process.FailurePolicy{},
-			process.NamedStage{Name: "filter", Stage: f}, process.NamedStage{Name: "map", Stage: m})
+		res := stagetest.Run(t, in, stagetest.Step{Name: "filter", Stage: f}, stagetest.Step{Name: "map", Stage: m})
 
 		// model: partitions in order, records in offset order
 		var want []string
-		marks := map[offsetstore.TopicPartition]int64{}
+		marks := map[stagetest.Partition]int64{}
 		for p := int32(0); p <= 2; p++ {
 			for _, r := range in {
 				if r.Partition != p {
 					continue
 				}
-				marks[offsetstore.TopicPartition{Topic: "t", Partition: p}] = r.Offset + 1
+				marks[stagetest.Partition{Topic: "t", Partition: p}] = r.Offset + 1
 				keep := r.Offset%3 != 0
 				if v, ok := r.Header("keep"); ok && string(v) == "y" {
 					keep = true

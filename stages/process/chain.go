@@ -47,48 +47,6 @@ type Chain struct {
 // DefaultStuckAfter is the default Chain.StuckAfter.
 const DefaultStuckAfter = 5 * time.Second
 
-// StoppedError is the error of a partition stopped by the failure policy:
-// a record failed for good under the stop policy, or could not be written
-// to the dead-letter sink either.
-//
-// Offset is where the partition's commit stops: every source record of
-// the run below it finished every stage, and the one at Offset did not.
-// It is usually Failed, the source offset of the record that failed; it is
-// lower when records before that one had not finished (a stage emitted
-// records out of order, or a record whose source is unknown failed).
-type StoppedError struct {
-	Stage  string
-	Offset int64
-	Failed int64 // source offset of the record that failed, -1 if a stage did not keep it
-	Err    error
-}
-
-func (e *StoppedError) Error() string {
-	var u *UndeliverableError
-	if errors.As(e.Err, &u) {
-		return fmt.Sprintf("record at offset %d failed stage %q and could not be written to the dead-letter topic: %v "+
-			"(check the dead-letter topic's limits and permissions, then seek past the record or restart)", e.Failed, e.Stage, e.Err)
-	}
-	return fmt.Sprintf("stage %q rejected the record at offset %d and dead_letter policy is stop: %v "+
-		"(fix the stage or the record, then seek past it or restart)", e.Stage, e.Failed, e.Err)
-}
-
-func (e *StoppedError) Unwrap() error { return e.Err }
-
-// TimeoutError is a stage call that did not finish within Chain.Timeout.
-type TimeoutError struct {
-	Stage   string
-	Timeout time.Duration
-	Records int
-	Err     error
-}
-
-func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("stage %q did not finish %d record(s) within processing_timeout (%v): %v", e.Stage, e.Records, e.Timeout, e.Err)
-}
-
-func (e *TimeoutError) Unwrap() error { return e.Err }
-
 // errAborted: ctx ended during processing; nothing is marked, the records
 // are redelivered after restart.
 var errAborted = errors.New("processing aborted")
@@ -110,7 +68,7 @@ func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted
 // a record whose Offset is not one of the input's counts as derived from
 // the first input record.
 func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Record, error) {
-	var stop *StoppedError
+	var stop *stages.StoppedError
 	in := records
 	for _, st := range c.Stages {
 		if len(in) == 0 {
@@ -134,7 +92,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 			if failedAt >= 0 {
 				src := sources(records)
 				if off := src.firstOf(in[failedAt:]); stop == nil || off < stop.Offset {
-					stop = &StoppedError{Stage: st.Name, Offset: off, Failed: src.failed(in[failedAt]), Err: cause}
+					stop = &stages.StoppedError{Stage: st.Name, Offset: off, Failed: src.failed(in[failedAt]), Err: cause}
 				}
 			}
 		}
@@ -270,7 +228,7 @@ func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]
 	}
 	mu.Unlock()
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		err = &TimeoutError{Stage: st.Name, Timeout: c.Timeout, Records: len(in), Err: err}
+		err = &stages.TimeoutError{Stage: st.Name, Timeout: c.Timeout, Records: len(in), Err: err}
 	}
 	return out, err
 }
@@ -279,19 +237,11 @@ func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]
 func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = &PanicError{Value: p, Stack: debug.Stack()}
+			err = &stages.PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
 	return s.Process(ctx, in)
 }
-
-// PanicError is a stage panic turned into an error.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("stage panicked: %v", e.Value) }
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -135,7 +135,7 @@ func TestChainIsolation(t *testing.T) {
 				Policy: FailurePolicy{Retries: 2, Backoff: time.Millisecond, Stop: tt.stop, Sink: sink}}
 			c.Log = nopLog()
 			out, err := c.Run(context.Background(), records(0, 1, 2, 3))
-			var stop *StoppedError
+			var stop *stages.StoppedError
 			switch {
 			case tt.want.stopped >= 0:
 				if !errors.As(err, &stop) || stop.Offset != tt.want.stopped {
@@ -151,7 +151,7 @@ func TestChainIsolation(t *testing.T) {
 				t.Fatalf("dead letters %v, want %v", got, tt.want.dead)
 			}
 			for _, d := range sink.got {
-				if v, ok := d.Header(HeaderStage); !ok || string(v) != "s" {
+				if v, ok := d.Header(stages.HeaderErrorStage); !ok || string(v) != "s" {
 					t.Fatalf("dead letter without its stage header: %+v", d.Headers)
 				}
 			}
@@ -241,7 +241,7 @@ func TestChainStopFinishesWhatCameBefore(t *testing.T) {
 			c := Chain{Stages: append(tt.before, NamedStage{Name: "check", Stage: fails(tt.failing...)}, NamedStage{Name: "last", Stage: last}),
 				Policy: FailurePolicy{Stop: true, Backoff: time.Millisecond}, Log: nopLog()}
 			_, err := c.Run(context.Background(), records(10, 11, 12, 13))
-			var stop *StoppedError
+			var stop *stages.StoppedError
 			if !errors.As(err, &stop) || stop.Offset != tt.wantOffset || stop.Stage != "check" {
 				t.Fatalf("err %v, want a stop by check at %d", err, tt.wantOffset)
 			}
@@ -272,7 +272,7 @@ func TestChainTimeout(t *testing.T) {
 	if err != nil || !slices.Equal(offsets(out), []int64{0, 2}) || !slices.Equal(offsets(sink.got), []int64{1}) {
 		t.Fatalf("out %v, dead letters %v, err %v; want 0 and 2 out, 1 dead-lettered", offsets(out), offsets(sink.got), err)
 	}
-	if msg, _ := sink.got[0].Header(HeaderError); !strings.Contains(string(msg), "did not finish 1 record(s) within processing_timeout (5ms)") {
+	if msg, _ := sink.got[0].Header(stages.HeaderErrorMessage); !strings.Contains(string(msg), "did not finish 1 record(s) within processing_timeout (5ms)") {
 		t.Fatalf("dead letter error %q, want the processing timeout", msg)
 	}
 
@@ -295,7 +295,7 @@ func TestChainTimeout(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
-	if err := <-done; !errors.As(err, new(*StoppedError)) {
+	if err := <-done; !errors.As(err, new(*stages.StoppedError)) {
 		t.Fatalf("err %v, want a stop", err)
 	}
 	if stuck.Load() != 0 {
@@ -311,7 +311,7 @@ type refusingSink struct {
 }
 
 func (s *refusingSink) Send(_ context.Context, rs []stages.Record) error {
-	if _, truncated := rs[0].Header(HeaderTruncated); s.all || !truncated {
+	if _, truncated := rs[0].Header(stages.HeaderTruncated); s.all || !truncated {
 		return stages.Permanent(errors.New("MESSAGE_TOO_LARGE"))
 	}
 	s.got = append(s.got, rs...)
@@ -333,8 +333,8 @@ func TestChainUndeliverable(t *testing.T) {
 		t.Fatalf("out %v, err %v, %d dead letters; want 0 and 2 out and one truncated dead letter", offsets(out), err, len(sink.got))
 	}
 	dl := sink.got[0]
-	size, _ := dl.Header(HeaderSourceSize)
-	refused, _ := dl.Header(HeaderRefused)
+	size, _ := dl.Header(stages.HeaderSourceSize)
+	refused, _ := dl.Header(stages.HeaderRefused)
 	if dl.Value != nil || string(dl.Key) != "k" || string(size) != "1003" || string(refused) != "MESSAGE_TOO_LARGE" || dl.Offset != 1 {
 		t.Fatalf("truncated dead letter %+v", dl)
 	}
@@ -344,8 +344,8 @@ func TestChainUndeliverable(t *testing.T) {
 
 	c.Policy.Sink = &refusingSink{all: true}
 	_, err = c.Run(context.Background(), big)
-	var stop *StoppedError
-	var undeliverable *UndeliverableError
+	var stop *stages.StoppedError
+	var undeliverable *stages.UndeliverableError
 	if !errors.As(err, &stop) || stop.Offset != 1 || !errors.As(err, &undeliverable) ||
 		!strings.Contains(err.Error(), "could not be written to the dead-letter topic") {
 		t.Fatalf("err %v, want a stop at 1 because the record cannot be dead-lettered", err)

@@ -2,31 +2,12 @@ package process
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/stages"
-)
-
-// Headers added to a record sent to the dead-letter sink.
-const (
-	HeaderStage           = "fencepost.error.stage"
-	HeaderError           = "fencepost.error.message"
-	HeaderSourceTopic     = "fencepost.source.topic"
-	HeaderSourcePartition = "fencepost.source.partition"
-	HeaderSourceOffset    = "fencepost.source.offset"
-	// HeaderTruncated is set ("true") on a dead letter that carries no
-	// value and none of the record's own headers, because the sink
-	// refused the whole record for good (too large, for example).
-	HeaderTruncated = "fencepost.dead_letter.truncated"
-	// HeaderSourceSize is the size in bytes (key, value and headers) of
-	// the record a truncated dead letter stands for.
-	HeaderSourceSize = "fencepost.source.size"
-	// HeaderRefused is why the sink refused the whole record.
-	HeaderRefused = "fencepost.dead_letter.refused"
 )
 
 // maxEnvelopeKey is the largest key a truncated dead letter keeps.
@@ -38,7 +19,7 @@ const maxEnvelopeKey = 1024
 // Send is retried, so no record is lost, unless the error is permanent
 // (stages.Permanent: the sink will never take this record, e.g. it is too
 // large): then a truncated dead letter is sent in its place (no value,
-// the error and source headers, HeaderTruncated and HeaderSourceSize),
+// the error and source headers, stages.HeaderTruncated and stages.HeaderSourceSize),
 // and if the sink refuses that too, the partition stops.
 type DeadLetterSink interface {
 	Send(ctx context.Context, records []stages.Record) error
@@ -63,21 +44,6 @@ type FailurePolicy struct {
 	Sink DeadLetterSink
 }
 
-// UndeliverableError is a failed record that the dead-letter sink
-// refused for good, both whole and as a truncated dead letter: it cannot
-// be written anywhere, so its partition stops.
-type UndeliverableError struct {
-	Stage   string
-	Cause   error // why the stage rejected the record
-	Refused error // why the sink refused the truncated dead letter
-}
-
-func (e *UndeliverableError) Error() string {
-	return fmt.Sprintf("stage %q: %v; the dead-letter sink refused it: %v", e.Stage, e.Cause, e.Refused)
-}
-
-func (e *UndeliverableError) Unwrap() []error { return []error{e.Cause, e.Refused} }
-
 // deadLetter hands the record to the sink, retrying until it is
 // acknowledged or ctx ends: a dead letter is never lost. A record the
 // sink refuses for good is replaced by a truncated dead letter; if that
@@ -97,7 +63,7 @@ func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, c
 		c.Log.Warn("the dead-letter sink refused the record for good; sending a truncated dead letter instead",
 			append(fields, zap.Int("size", r.Size()), zap.Error(err))...)
 		if err = c.send(ctx, envelope(r, stage, cause, err)); err != nil && ctx.Err() == nil {
-			return &UndeliverableError{Stage: stage, Cause: cause, Refused: err}
+			return &stages.UndeliverableError{Stage: stage, Cause: cause, Refused: err}
 		}
 	}
 	if err != nil {
@@ -152,20 +118,20 @@ func envelope(r stages.Record, stage string, cause, refused error) stages.Record
 		env.Key = r.Key
 	}
 	env.Headers = append(errorHeaders(r, stage, cause),
-		stages.Header{Key: HeaderTruncated, Value: []byte("true")},
-		stages.Header{Key: HeaderSourceSize, Value: []byte(strconv.Itoa(r.Size()))},
-		stages.Header{Key: HeaderRefused, Value: []byte(truncate(refused.Error(), 1024))},
+		stages.Header{Key: stages.HeaderTruncated, Value: []byte("true")},
+		stages.Header{Key: stages.HeaderSourceSize, Value: []byte(strconv.Itoa(r.Size()))},
+		stages.Header{Key: stages.HeaderRefused, Value: []byte(truncate(refused.Error(), 1024))},
 	)
 	return env
 }
 
 func errorHeaders(r stages.Record, stage string, err error) []stages.Header {
 	return []stages.Header{
-		{Key: HeaderStage, Value: []byte(stage)},
-		{Key: HeaderError, Value: []byte(truncate(err.Error(), 4096))},
-		{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
-		{Key: HeaderSourcePartition, Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
-		{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		{Key: stages.HeaderErrorStage, Value: []byte(stage)},
+		{Key: stages.HeaderErrorMessage, Value: []byte(truncate(err.Error(), 4096))},
+		{Key: stages.HeaderSourceTopic, Value: []byte(r.Topic)},
+		{Key: stages.HeaderSourcePartition, Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
+		{Key: stages.HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
 	}
 }
 

@@ -242,7 +242,7 @@ func TestStopPolicy(t *testing.T) {
 	for _, c := range got {
 		status[c.Batch] = c
 	}
-	var stop *StoppedError
+	var stop *stages.StoppedError
 	if c := status[b1]; !errors.As(c.Err, &stop) || c.FinishedBelow != 7 || stop.Stage != "validate" {
 		t.Fatalf("failing batch: %+v, want stopped at 7 by stage validate", c)
 	}

@@ -178,14 +178,14 @@ func (s *Scheduler) Next() (*Unit, bool) {
 }
 
 // Finish takes the result of a unit Next handed out: nil when every
-// record finished every stage, a *StoppedError when the partition must
+// record finished every stage, a *stages.StoppedError when the partition must
 // stop (its records below StoppedError.Offset finished), any other error
 // when processing was aborted (nothing of the unit counts as finished).
 func (s *Scheduler) Finish(u *Unit, err error) {
 	s.active--
 	q, j := u.queue, u.job
 	q.busy = false
-	var stop *StoppedError
+	var stop *stages.StoppedError
 	switch {
 	case err == nil:
 	case errors.As(err, &stop):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
@@ -55,7 +56,7 @@ func TestSchedulerFinishedBelow(t *testing.T) {
 		t.Fatal("keys a and b share a key group: pick other keys")
 	}
 	byKey := map[string]*Unit{string(u1.Records()[0].Key): u1, string(u2.Records()[0].Key): u2}
-	stop := &StoppedError{Stage: "s", Offset: 13, Failed: 13, Err: errors.New("bad")} // key b's 13 failed; 11 finished
+	stop := &stages.StoppedError{Stage: "s", Offset: 13, Failed: 13, Err: errors.New("bad")} // key b's 13 failed; 11 finished
 	s.Finish(byKey["b"], stop)
 	if r := s.TakeReport(); r != nil {
 		t.Fatalf("reported %+v while key a still runs", r)
@@ -66,7 +67,7 @@ func TestSchedulerFinishedBelow(t *testing.T) {
 		t.Fatalf("report %+v, want one completion", r)
 	}
 	c := r.Completions[0]
-	if c.FinishedBelow != 13 || !errors.As(c.Err, new(*StoppedError)) {
+	if c.FinishedBelow != 13 || !errors.As(c.Err, new(*stages.StoppedError)) {
 		t.Fatalf("completion finished below %d (err %v), want 13 with the stop", c.FinishedBelow, c.Err)
 	}
 	// the partition is stopped for this epoch: a later batch is dropped

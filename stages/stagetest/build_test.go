@@ -36,12 +36,6 @@ func init() {
 			return &optsStage{opts: opts}, nil
 		},
 	})
-	stages.Register(stages.Spec{
-		Name:    "test_bad_spec",
-		Summary: "a spec whose default does not match its type",
-		Options: []stages.OptionSpec{{Name: "n", Type: stages.TypeInt, Default: "1", Doc: "d"}},
-		New:     func(stages.Options, stages.Env) (stages.Stage, error) { return &optsStage{}, nil },
-	})
 }
 
 func TestBuildAppliesDefaults(t *testing.T) {
@@ -58,10 +52,53 @@ func TestBuildAppliesDefaults(t *testing.T) {
 		t.Errorf("an absent option without default is set")
 	}
 	// defaults are copies: a stage changing its list does not change the spec
-	got.StringList("list")[0] = "changed"
+	list, err := got.StringList("list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list[0] = "changed"
 	st2, _ := stagetest.Build("test_opts", stages.Options{"n": 1}, stagetest.Env(nil, nil))
-	if l := st2.(*optsStage).opts.StringList("list"); l[0] != "a" {
+	if l, _ := st2.(*optsStage).opts.StringList("list"); l[0] != "a" {
 		t.Errorf("default list shared between builds: %v", l)
+	}
+	// the accessors say what is wrong instead of returning zero values
+	if _, err := got.String("cond"); !errors.Is(err, stages.ErrNoValue) {
+		t.Errorf("String of an absent option: %v, want ErrNoValue", err)
+	}
+	if _, err := got.Int("mode"); !errors.Is(err, stages.ErrOptionType) || !strings.Contains(err.Error(), `option "mode"`) {
+		t.Errorf("Int of a string option: %v, want an OptionError with ErrOptionType", err)
+	}
+	if n, err := got.Int("n"); err != nil || n != 3 {
+		t.Errorf("Int(n) = %d, %v; want 3", n, err)
+	}
+}
+
+// TestRegisterRejectsWrongSpecs: a spec mistake fails at Register (start-up),
+// not when a configuration first uses the stage.
+func TestRegisterRejectsWrongSpecs(t *testing.T) {
+	nop := func(stages.Options, stages.Env) (stages.Stage, error) { return &optsStage{}, nil }
+	tests := []struct {
+		spec stages.Spec
+		msg  string
+	}{
+		{stages.Spec{Name: "bad_default", New: nop, Options: []stages.OptionSpec{{Name: "n", Type: stages.TypeInt, Default: "1"}}},
+			`stage "bad_default": the default of option "n": wrong type: want int, got string`},
+		{stages.Spec{Name: "bad_enum", New: nop, Options: []stages.OptionSpec{{Name: "m", Type: stages.TypeString, Default: "x", Enum: []string{"a"}}}},
+			`the default of option "m": value is not one of the allowed values`},
+		{stages.Spec{Name: "twice", New: nop, Options: []stages.OptionSpec{{Name: "a", Type: stages.TypeInt}, {Name: "a", Type: stages.TypeBool}}},
+			`option "a" is listed twice`},
+		{stages.Spec{Name: "odd_type", New: nop, Options: []stages.OptionSpec{{Name: "a", Type: "float"}}},
+			`option "a" has an unknown type "float"`},
+		{stages.Spec{Name: "Upper", New: nop}, `use lower-case letters, digits and _`},
+		{stages.Spec{Name: "no_new"}, `needs a Name and a New function`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec.Name, func(t *testing.T) {
+			err := (&stages.Registry{}).Register(tt.spec)
+			if err == nil || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("Register: %v, want an error containing %q", err, tt.msg)
+			}
+		})
 	}
 }
 
@@ -79,7 +116,6 @@ func TestBuildRejects(t *testing.T) {
 		{"test_opts", stages.Options{"n": 1, "mode": "slow"}, "mode", `"slow" is not one of fast, safe`},
 		{"test_opts", stages.Options{"n": 1, "colour": "red", "size": 1}, "", "has no option colour, size (its options: cond, list, map, mode, n, on, wait)"},
 		{"no_such_stage", stages.Options{}, "", `no stage "no_such_stage" is registered`},
-		{"test_bad_spec", stages.Options{}, "n", `the spec of stage "test_bad_spec" is wrong: its default: wrong type: want int, got string`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.msg, func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/process"
 )
@@ -32,7 +31,7 @@ type checker struct {
 	names []string
 
 	mu         sync.Mutex
-	sources    map[offsetstore.TopicPartition][]int64
+	sources    map[Partition][]int64
 	emitted    []map[source]int // by stage; [0] is the input
 	consumed   []map[source]int // by stage; [0] unused
 	dead       []map[source]int // by stage; [0] unused
@@ -41,17 +40,17 @@ type checker struct {
 }
 
 type source struct {
-	tp     offsetstore.TopicPartition
+	tp     Partition
 	offset int64
 }
 
 type runningKey struct {
-	tp  offsetstore.TopicPartition
+	tp  Partition
 	key string
 }
 
-func newChecker(named []process.NamedStage) *checker {
-	c := &checker{sources: map[offsetstore.TopicPartition][]int64{}, running: map[runningKey]int{}}
+func newChecker(named []Step) *checker {
+	c := &checker{sources: map[Partition][]int64{}, running: map[runningKey]int{}}
 	for range len(named) + 1 {
 		c.emitted = append(c.emitted, map[source]int{})
 		c.consumed = append(c.consumed, map[source]int{})
@@ -68,7 +67,7 @@ func (c *checker) violate(format string, args ...any) {
 }
 
 // inputs records tp's source records (sorted by offset).
-func (c *checker) inputs(tp offsetstore.TopicPartition, records []stages.Record) {
+func (c *checker) inputs(tp Partition, records []stages.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range records {
@@ -79,15 +78,15 @@ func (c *checker) inputs(tp offsetstore.TopicPartition, records []stages.Record)
 
 // attribute returns the source record r derives from.
 func (c *checker) attribute(r stages.Record) (source, bool) {
-	tp := offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+	tp := Partition{Topic: r.Topic, Partition: r.Partition}
 	_, ok := slices.BinarySearch(c.sources[tp], r.Offset)
 	return source{tp, r.Offset}, ok
 }
 
 // wrap returns the stages, each watched by the checker.
-func (c *checker) wrap(named []process.NamedStage) []process.NamedStage {
-	out := make([]process.NamedStage, len(named))
-	for i, n := range named {
+func (c *checker) wrap(steps []Step) []process.NamedStage {
+	out := make([]process.NamedStage, len(steps))
+	for i, n := range steps {
 		out[i] = process.NamedStage{Name: n.Name, Stage: &watched{c: c, k: i + 1, inner: n.Stage}}
 	}
 	return out
@@ -113,7 +112,7 @@ func (c *checker) enter(in []stages.Record) []runningKey {
 	defer c.mu.Unlock()
 	var keys []runningKey
 	for _, r := range in {
-		k := runningKey{offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}, string(r.Key)}
+		k := runningKey{Partition{Topic: r.Topic, Partition: r.Partition}, string(r.Key)}
 		if slices.Contains(keys, k) {
 			continue
 		}
@@ -168,11 +167,11 @@ func (c *checker) called(k int, in, out []stages.Record, err error) {
 }
 
 // deadLettered records a dead letter, by the stage it names.
-func (c *checker) deadLettered(tp offsetstore.TopicPartition, r stages.Record) {
+func (c *checker) deadLettered(tp Partition, r stages.Record) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	name, _ := r.Header(process.HeaderStage)
-	off, _ := r.Header(process.HeaderSourceOffset)
+	name, _ := r.Header(stages.HeaderErrorStage)
+	off, _ := r.Header(stages.HeaderSourceOffset)
 	o, err := strconv.ParseInt(string(off), 10, 64)
 	if err != nil {
 		return
@@ -184,7 +183,7 @@ func (c *checker) deadLettered(tp offsetstore.TopicPartition, r stages.Record) {
 
 // checkMark reports source records below mark that a stage did not
 // finish.
-func (c *checker) checkMark(tp offsetstore.TopicPartition, mark int64) {
+func (c *checker) checkMark(tp Partition, mark int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, o := range c.sources[tp] {

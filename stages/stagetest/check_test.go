@@ -5,19 +5,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // The checker is the harness's own oracle: these tests feed it the calls
 // a broken pipeline would make and check it reports them.
 func TestCheckerFindsBrokenPromises(t *testing.T) {
-	tp := offsetstore.TopicPartition{Topic: "t"}
+	tp := Partition{Topic: "t"}
 	rec := func(off int64, key string) stages.Record {
 		return stages.Record{Topic: "t", Offset: off, Key: []byte(key)}
 	}
-	two := []process.NamedStage{{Name: "first"}, {Name: "second"}}
+	two := []Step{{Name: "first"}, {Name: "second"}}
 	tests := []struct {
 		name string
 		run  func(c *checker)
@@ -44,7 +42,7 @@ func TestCheckerFindsBrokenPromises(t *testing.T) {
 		{name: "a dead letter finishes a record", run: func(c *checker) {
 			c.called(1, []stages.Record{rec(0, "")}, []stages.Record{rec(0, "")}, nil)
 			dl := rec(0, "")
-			dl.Headers = []stages.Header{{Key: process.HeaderStage, Value: []byte("second")}, {Key: process.HeaderSourceOffset, Value: []byte("0")}}
+			dl.Headers = []stages.Header{{Key: stages.HeaderErrorStage, Value: []byte("second")}, {Key: stages.HeaderSourceOffset, Value: []byte("0")}}
 			c.deadLettered(tp, dl)
 			c.checkMark(tp, 1)
 		}},

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -19,7 +18,7 @@ func Env(stdout io.Writer, p *Producer) stages.Env {
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	env := stages.Env{Log: zap.NewNop(), Stdout: stdout}
+	env := stages.Env{Log: stages.NopLogger, Stdout: stdout}
 	if p != nil {
 		env.Producer = p.Open
 	}

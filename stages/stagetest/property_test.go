@@ -10,9 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -88,27 +86,24 @@ func TestRunnerKeepsThePromises(t *testing.T) {
 					Key: []byte(fmt.Sprintf("k%d", rapid.IntRange(0, 2).Draw(rt, "key")))})
 			}
 		}
-		var named []process.NamedStage
+		var named []stagetest.Step
 		for k := range rapid.IntRange(1, 3).Draw(rt, "stages") {
 			s := &scripted{fates: map[int64]fate{}, attempts: map[int64]int{}, recordErr: rapid.Bool().Draw(rt, "record errors")}
 			for o := range int64(12) {
 				s.fates[o] = fate(rapid.SampledFrom([]int{0, 0, 0, 0, 1, 2, 3, 4, 5}).Draw(rt, "fate"))
 			}
-			named = append(named, process.NamedStage{Name: fmt.Sprintf("s%d", k), Stage: s})
+			named = append(named, stagetest.Step{Name: fmt.Sprintf("s%d", k), Stage: s})
 		}
 		rn := stagetest.Runner{
-			Policy: process.FailurePolicy{Retries: rapid.IntRange(0, 2).Draw(rt, "retries"), Backoff: time.Microsecond,
+			Policy: stagetest.Policy{Retries: rapid.IntRange(0, 2).Draw(rt, "retries"), Backoff: time.Microsecond,
 				Stop: rapid.Bool().Draw(rt, "stop")},
 			KeyOrdering: rapid.Bool().Draw(rt, "key ordering"),
 			Concurrency: rapid.IntRange(1, 4).Draw(rt, "concurrency"),
 			BatchSize:   rapid.IntRange(0, 4).Draw(rt, "batch size"),
 		}
-		res := rn.Run(context.Background(), records, named...)
-		if err := res.Check(); err != nil {
-			rt.Fatal(err)
-		}
+		res := rn.Run(rt, records, named...) // fails rt on any violation
 		for p := range int32(2) {
-			tp := offsetstore.TopicPartition{Topic: "t", Partition: p}
+			tp := stagetest.Partition{Topic: "t", Partition: p}
 			var last int64
 			for _, r := range records {
 				if r.Partition == p {
@@ -116,13 +111,13 @@ func TestRunnerKeepsThePromises(t *testing.T) {
 				}
 			}
 			mark, marked := res.Marks[tp]
-			var stop *process.StoppedError
+			var stop *stages.StoppedError
 			switch stopped := errors.As(res.Stopped[tp], &stop); {
 			case !marked:
 				rt.Fatalf("%s has no mark (stopped: %v)", tp, res.Stopped[tp])
 			case !stopped && mark != last+1:
 				rt.Fatalf("%s finished but its mark is %d, want %d", tp, mark, last+1)
-			case stopped && (mark > stop.Offset || !rn.Policy.Stop && !errors.As(stop.Err, new(*process.UndeliverableError))):
+			case stopped && (mark > stop.Offset || !rn.Policy.Stop && !errors.As(stop.Err, new(*stages.UndeliverableError))):
 				rt.Fatalf("%s stopped (%v) with mark %d", tp, stop, mark)
 			}
 		}

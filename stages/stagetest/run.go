@@ -17,25 +17,59 @@ import (
 	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
+// Step is a stage with the name its dead letters and errors carry (the
+// name a configuration file gives it).
+type Step struct {
+	Name  string
+	Stage stages.Stage
+}
+
+// Policy says what happens to a record a stage keeps rejecting, as the
+// pipeline's dead_letter section does.
+type Policy struct {
+	// Retries is how many times a failing record is retried alone before
+	// it is dead-lettered (or stops its partition).
+	Retries int
+	// Backoff is the wait before the first retry; it doubles at each
+	// retry. Zero means 1ms (the pipeline's default is 100ms).
+	Backoff time.Duration
+	// Stop stops the record's partition instead of dead-lettering it.
+	Stop bool
+	// DeadLetters, if set, is written to before a dead letter is
+	// recorded in Result.DeadLetters; while it fails, the partition waits
+	// and the write is retried (a stages.Permanent error makes the
+	// pipeline send a truncated dead letter instead, and stop if that
+	// is refused too).
+	DeadLetters stages.Producer
+}
+
+// Partition names a topic partition.
+type Partition struct {
+	Topic     string
+	Partition int32
+}
+
+func (p Partition) String() string { return fmt.Sprintf("%s/%d", p.Topic, p.Partition) }
+
 // Result is what a Run did. Records are listed by partition (sorted by
 // topic, then partition number), in the order the chain produced them.
 type Result struct {
-	// Outputs are the records the last stage returned (and the chain
+	// Outputs are the records the last stage returned (and the pipeline
 	// passed on: under the stop policy, only those of records before
 	// the stop).
 	Outputs []stages.Record
-	// DeadLetters are the records the dead-letter sink acknowledged,
-	// with the process.Header* error headers.
+	// DeadLetters are the dead letters written, with the
+	// stages.Header* error and source headers.
 	DeadLetters []stages.Record
 	// Marks holds, per partition, the offset that would be committed:
 	// one past the last input offset if every record finished, the
 	// offset the stop policy stopped at otherwise. A partition whose run
-	// ended with ctx has no mark.
-	Marks map[offsetstore.TopicPartition]int64
+	// ended with its context has no mark.
+	Marks map[Partition]int64
 	// Stopped holds the error of each partition that did not finish: a
-	// *process.StoppedError under the stop policy, or an error wrapping
-	// ctx.Err() if ctx ended.
-	Stopped map[offsetstore.TopicPartition]error
+	// *stages.StoppedError under the stop policy, or an error wrapping
+	// the context's error if it ended.
+	Stopped map[Partition]error
 	// Mutated lists input records (as given to Run) whose content a stage
 	// changed in place, breaking the stages.Record contract. It is
 	// empty for correct stages.
@@ -44,13 +78,12 @@ type Result struct {
 	// harness saw while it ran: a mark that passes a record some stage
 	// never finished (nor dead-lettered), two stage calls holding
 	// records with the same key of one partition at once, an input
-	// record changed in place. It is empty for a correct stage run
-	// through a correct pipeline; Check turns it into an error.
+	// record changed in place. Run fails the test for each.
 	Violations []string
 }
 
 // Check returns an error listing the Violations, or nil if there are
-// none. A stage test should fail on it.
+// none.
 func (r Result) Check() error {
 	if len(r.Violations) == 0 {
 		return nil
@@ -62,18 +95,12 @@ func (r Result) Check() error {
 // Runner runs records through stages as the pipeline's process stage
 // does: the records are grouped by topic and partition, sorted by offset,
 // cut into batches, and scheduled by the pipeline's own scheduler (with
-// its ordering and concurrency) through a process.Chain with Policy (its
-// isolation of failing records, retries with backoff, dead-lettering or
-// stop). The zero value runs each partition as one batch, with partition
-// ordering, partitions concurrently.
+// its ordering and concurrency) through the pipeline's own chain (failure
+// isolation, retries with backoff, dead-lettering or stop). The zero value
+// runs each partition as one batch, with partition ordering, partitions
+// concurrently.
 type Runner struct {
-	// Policy is the failure policy. Dead letters always reach an
-	// in-memory sink, recorded in Result.DeadLetters; if Policy.Sink is
-	// set, they go to it first and are recorded once it acknowledged
-	// them (a Sink that keeps failing blocks until ctx ends, as in the
-	// pipeline). Policy.Backoff 0 means the chain's default of 100ms:
-	// set a small one when testing retries.
-	Policy process.FailurePolicy
+	Policy Policy
 	// KeyOrdering runs records of one partition with different keys
 	// concurrently, as consumer.ordering: key does.
 	KeyOrdering bool
@@ -86,39 +113,77 @@ type Runner struct {
 	Timeout time.Duration
 }
 
-// Run runs records through the named stages with the failure policy: see
-// Runner. Run neither modifies records nor closes the stages.
-func Run(ctx context.Context, records []stages.Record, policy process.FailurePolicy, named ...process.NamedStage) Result {
-	return Runner{Policy: policy}.Run(ctx, records, named...)
+// T is what Run needs of a test: *testing.T, *testing.B, *testing.F and
+// *rapid.T all are one. Run fails it with Errorf, and its Context is the
+// stages' context.
+type T interface {
+	Errorf(format string, args ...any)
+	Context() context.Context
 }
 
-// Run runs records through the named stages; see Runner. It neither
+// Run runs records through the stages with the zero Runner: see Runner
+// and Runner.Run.
+func Run(t T, records []stages.Record, steps ...Step) Result {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	return Runner{}.RunContext(t.Context(), t, records, steps...)
+}
+
+// Run runs records through the stages and returns what happened. It
+// fails t (Errorf) for every violation of the record path's promises it
+// saw (Result.Violations): a correct stage never causes one. It neither
 // modifies records nor closes the stages.
-func (rn Runner) Run(ctx context.Context, records []stages.Record, named ...process.NamedStage) Result {
-	parts := map[offsetstore.TopicPartition][]stages.Record{}
+func (rn Runner) Run(t T, records []stages.Record, steps ...Step) Result {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	return rn.RunContext(t.Context(), t, records, steps...)
+}
+
+// RunContext is Run with a context of the caller's: when it ends, the
+// stages' contexts end, and the records not finished get no mark. t may
+// be nil (in an Example): then check Result.Check yourself.
+func (rn Runner) RunContext(ctx context.Context, t T, records []stages.Record, steps ...Step) Result {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
+	res := rn.run(ctx, records, steps)
+	if err := res.Check(); err != nil && t != nil {
+		t.Errorf("%v", err)
+	}
+	return res
+}
+
+
+func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step) Result {
+	parts := map[Partition][]stages.Record{}
 	for _, r := range records {
-		tp := offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		tp := Partition{Topic: r.Topic, Partition: r.Partition}
 		parts[tp] = append(parts[tp], r)
 	}
-	tps := make([]offsetstore.TopicPartition, 0, len(parts))
+	tps := make([]Partition, 0, len(parts))
 	for tp := range parts {
 		tps = append(tps, tp)
 	}
-	slices.SortFunc(tps, func(a, b offsetstore.TopicPartition) int {
+	slices.SortFunc(tps, func(a, b Partition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 
-	chk := newChecker(named)
-	sink := &memorySink{next: rn.Policy.Sink, got: map[offsetstore.TopicPartition][]stages.Record{}, chk: chk}
-	policy := rn.Policy
-	policy.Sink = sink
-	collect := &collector{got: map[offsetstore.TopicPartition][]stages.Record{}}
-	chain := process.Chain{Stages: append(chk.wrap(named), process.NamedStage{Name: "stagetest.outputs", Stage: collect}),
-		Policy: policy, Timeout: rn.Timeout, Log: zap.NewNop()}
+	chk := newChecker(steps)
+	sink := &memorySink{next: rn.Policy.DeadLetters, got: map[Partition][]stages.Record{}, chk: chk}
+	backoff := rn.Policy.Backoff
+	if backoff <= 0 {
+		backoff = time.Millisecond
+	}
+	collect := &collector{got: map[Partition][]stages.Record{}}
+	chain := process.Chain{Stages: append(chk.wrap(steps), process.NamedStage{Name: "stagetest.outputs", Stage: collect}),
+		Policy:  process.FailurePolicy{Retries: rn.Policy.Retries, Backoff: backoff, Stop: rn.Policy.Stop, Sink: sink},
+		Timeout: rn.Timeout, Log: zap.NewNop()}
 
 	var msg process.Message
-	batches := map[offsetstore.TopicPartition]int{}
-	befores := map[offsetstore.TopicPartition][]stages.Record{}
+	batches := map[Partition]int{}
+	befores := map[Partition][]stages.Record{}
 	for _, tp := range tps {
 		batch := parts[tp]
 		slices.SortStableFunc(batch, func(a, b stages.Record) int { return cmp.Compare(a.Offset, b.Offset) })
@@ -130,14 +195,15 @@ func (rn Runner) Run(ctx context.Context, records []stages.Record, named ...proc
 				n = min(n, rn.BatchSize)
 			}
 			span := offsetstore.Span{Start: batch[0].Offset, End: batch[n-1].Offset + 1}
-			msg.Batches = append(msg.Batches, fetch.NewBatch(tp, 1, 1, span, batch[:n:n], 0))
+			otp := offsetstore.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+			msg.Batches = append(msg.Batches, fetch.NewBatch(otp, 1, 1, span, batch[:n:n], 0))
 			batches[tp]++
 			batch = batch[n:]
 		}
 	}
 	completions := runProcessor(ctx, rn, chain, msg)
 
-	res := Result{Marks: map[offsetstore.TopicPartition]int64{}, Stopped: map[offsetstore.TopicPartition]error{}}
+	res := Result{Marks: map[Partition]int64{}, Stopped: map[Partition]error{}}
 	for _, tp := range tps {
 		in := parts[tp]
 		wm := offsetstore.NewWatermark(1, 1, in[0].Offset)
@@ -184,7 +250,7 @@ func (rn Runner) Run(ctx context.Context, records []stages.Record, named ...proc
 
 // runProcessor runs the batches through the pipeline's processor and
 // returns the completions by partition.
-func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg process.Message) map[offsetstore.TopicPartition][]process.Completion {
+func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg process.Message) map[Partition][]process.Completion {
 	conc := rn.Concurrency
 	if conc <= 0 {
 		conc = 4
@@ -195,7 +261,7 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 	in <- msg
 	close(in)
 	done := make(chan struct{})
-	got := map[offsetstore.TopicPartition][]process.Completion{}
+	got := map[Partition][]process.Completion{}
 	want := len(msg.Batches)
 	go func() {
 		defer close(done)
@@ -205,7 +271,7 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 		select {
 		case ev := <-out:
 			for _, c := range ev.(*process.Report).Completions {
-				tp := c.Batch.Partition()
+				tp := Partition{Topic: c.Batch.Partition().Topic, Partition: c.Batch.Partition().Partition}
 				got[tp] = append(got[tp], c)
 				n++
 			}
@@ -221,38 +287,38 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 // end of the chain.
 type collector struct {
 	mu  sync.Mutex
-	got map[offsetstore.TopicPartition][]stages.Record
+	got map[Partition][]stages.Record
 }
 
 func (c *collector) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range in {
-		tp := offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		tp := Partition{Topic: r.Topic, Partition: r.Partition}
 		c.got[tp] = append(c.got[tp], r)
 	}
 	return nil, nil
 }
 
-// memorySink records the dead letters, after next (the caller's sink, if
-// any) acknowledged them.
+// memorySink records the dead letters, after next (the caller's
+// producer, if any) acknowledged them.
 type memorySink struct {
-	next process.DeadLetterSink
+	next stages.Producer
 	chk  *checker
 	mu   sync.Mutex
-	got  map[offsetstore.TopicPartition][]stages.Record
+	got  map[Partition][]stages.Record
 }
 
 func (s *memorySink) Send(ctx context.Context, records []stages.Record) error {
 	if s.next != nil {
-		if err := s.next.Send(ctx, records); err != nil {
+		if err := s.next.Produce(ctx, records); err != nil {
 			return err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range records {
-		tp := offsetstore.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		tp := Partition{Topic: r.Topic, Partition: r.Partition}
 		s.got[tp] = append(s.got[tp], r)
 		s.chk.deadLettered(tp, r)
 	}

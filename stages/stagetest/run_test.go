@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -76,7 +75,7 @@ func TestRunBatchesPerPartitionInOffsetOrder(t *testing.T) {
 	in := append(recs("b", 1, 9, 7, 8), recs("a", 0, 3, 1, 2)...)
 	in = append(in, recs("b", 0, 5)...)
 	rec := &recorder{}
-	res := stagetest.Run(context.Background(), in, process.FailurePolicy{}, process.NamedStage{Name: "rec", Stage: rec})
+	res := stagetest.Run(t, in, stagetest.Step{Name: "rec", Stage: rec})
 
 	calls := slices.Clone(rec.calls)
 	slices.SortFunc(calls, func(x, y []int64) int { return int(x[0] - y[0]) })
@@ -87,7 +86,7 @@ func TestRunBatchesPerPartitionInOffsetOrder(t *testing.T) {
 	if got := offsetsOf(res.Outputs); !slices.Equal(got, []int64{1, 2, 3, 5, 7, 8, 9}) {
 		t.Errorf("outputs %v, want partitions in topic, partition order", got)
 	}
-	wantMarks := map[offsetstore.TopicPartition]int64{{Topic: "a", Partition: 0}: 4, {Topic: "b", Partition: 0}: 6, {Topic: "b", Partition: 1}: 10}
+	wantMarks := map[stagetest.Partition]int64{{Topic: "a", Partition: 0}: 4, {Topic: "b", Partition: 0}: 6, {Topic: "b", Partition: 1}: 10}
 	if fmt.Sprint(res.Marks) != fmt.Sprint(wantMarks) {
 		t.Errorf("marks %v, want %v", res.Marks, wantMarks)
 	}
@@ -100,7 +99,7 @@ func TestRunFailures(t *testing.T) {
 	tests := []struct {
 		name     string
 		stage    *flaky
-		policy   process.FailurePolicy
+		policy   stagetest.Policy
 		out      []int64 // offsets out of the last stage
 		dead     []int64
 		mark     int64
@@ -111,35 +110,35 @@ func TestRunFailures(t *testing.T) {
 		{name: "panic is isolated to its record", stage: &flaky{bad: -1, boom: 12},
 			out: []int64{10, 11, 13}, dead: []int64{12}, mark: 14, msg: "stage panicked: cannot handle offset 12"},
 		{name: "retry succeeds", stage: &flaky{bad: 11, boom: -1, failures: 3},
-			policy: process.FailurePolicy{Retries: 3, Backoff: time.Millisecond},
+			policy: stagetest.Policy{Retries: 3, Backoff: time.Millisecond},
 			// the batch call, the call alone and the 1st retry fail; the
 			// 2nd retry passes, so the record keeps its place
 			out: []int64{10, 11, 12, 13}, mark: 14, attempts: 4},
 		{name: "retries exhausted: dead letter", stage: &flaky{bad: 11, boom: -1, failures: 100},
-			policy: process.FailurePolicy{Retries: 2, Backoff: time.Millisecond},
+			policy: stagetest.Policy{Retries: 2, Backoff: time.Millisecond},
 			out:    []int64{10, 12, 13}, dead: []int64{11}, mark: 14, attempts: 4, msg: "transient failure"},
 		// the records before the failed one finish every stage (the mark
 		// covers them), nothing from it on runs further
 		{name: "stop policy: marks stop at the failed record", stage: &flaky{bad: 12, boom: -1, failures: 100},
-			policy: process.FailurePolicy{Retries: 1, Backoff: time.Millisecond, Stop: true},
+			policy: stagetest.Policy{Retries: 1, Backoff: time.Millisecond, Stop: true},
 			out:    []int64{10, 11}, mark: 12, stopped: true, attempts: 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			after := &recorder{}
-			res := stagetest.Run(context.Background(), recs("t", 0, 10, 11, 12, 13), tc.policy,
-				process.NamedStage{Name: "flaky", Stage: tc.stage}, process.NamedStage{Name: "after", Stage: after})
+			res := stagetest.Runner{Policy: tc.policy}.Run(t, recs("t", 0, 10, 11, 12, 13),
+				stagetest.Step{Name: "flaky", Stage: tc.stage}, stagetest.Step{Name: "after", Stage: after})
 			if got := offsetsOf(res.Outputs); !slices.Equal(got, tc.out) && len(got)+len(tc.out) > 0 {
 				t.Errorf("outputs %v, want %v", got, tc.out)
 			}
 			if got := offsetsOf(res.DeadLetters); !slices.Equal(got, tc.dead) && len(got)+len(tc.dead) > 0 {
 				t.Errorf("dead letters %v, want %v", got, tc.dead)
 			}
-			tp := offsetstore.TopicPartition{Topic: "t"}
+			tp := stagetest.Partition{Topic: "t"}
 			if res.Marks[tp] != tc.mark {
 				t.Errorf("mark %d, want %d", res.Marks[tp], tc.mark)
 			}
-			var stop *process.StoppedError
+			var stop *stages.StoppedError
 			if got := errors.As(res.Stopped[tp], &stop); got != tc.stopped {
 				t.Errorf("stopped: %v, want stopped %v", res.Stopped[tp], tc.stopped)
 			} else if got && (stop.Offset != 12 || stop.Stage != "flaky") {
@@ -159,8 +158,8 @@ func TestRunFailures(t *testing.T) {
 			}
 			for _, dl := range res.DeadLetters {
 				want := map[string]string{
-					process.HeaderStage: "flaky", process.HeaderError: tc.msg, process.HeaderSourceTopic: "t",
-					process.HeaderSourcePartition: "0", process.HeaderSourceOffset: strconv.FormatInt(dl.Offset, 10),
+					stages.HeaderErrorStage: "flaky", stages.HeaderErrorMessage: tc.msg, stages.HeaderSourceTopic: "t",
+					stages.HeaderSourcePartition: "0", stages.HeaderSourceOffset: strconv.FormatInt(dl.Offset, 10),
 				}
 				for h, v := range want {
 					if got, _ := dl.Header(h); string(got) != v {
@@ -175,10 +174,10 @@ func TestRunFailures(t *testing.T) {
 	}
 }
 
-// sinkFunc adapts a function to process.DeadLetterSink.
+// sinkFunc adapts a function to stages.Producer.
 type sinkFunc func(ctx context.Context, rs []stages.Record) error
 
-func (f sinkFunc) Send(ctx context.Context, rs []stages.Record) error { return f(ctx, rs) }
+func (f sinkFunc) Produce(ctx context.Context, rs []stages.Record) error { return f(ctx, rs) }
 
 func TestRunForwardsDeadLettersToPolicySink(t *testing.T) {
 	var mu sync.Mutex
@@ -195,8 +194,8 @@ func TestRunForwardsDeadLettersToPolicySink(t *testing.T) {
 		return nil
 	})
 	st := &flaky{bad: 2, boom: -1, failures: 100}
-	res := stagetest.Run(context.Background(), recs("t", 0, 1, 2, 3), process.FailurePolicy{Sink: sink},
-		process.NamedStage{Name: "flaky", Stage: st})
+	res := stagetest.Runner{Policy: stagetest.Policy{DeadLetters: sink}}.Run(t, recs("t", 0, 1, 2, 3),
+		stagetest.Step{Name: "flaky", Stage: st})
 	if !slices.Equal(sent, []int64{2}) || !slices.Equal(offsetsOf(res.DeadLetters), []int64{2}) {
 		t.Errorf("policy sink got %v, result dead letters %v; want [2] in both", sent, offsetsOf(res.DeadLetters))
 	}
@@ -213,8 +212,8 @@ func (blocker) Process(ctx context.Context, _ []stages.Record) ([]stages.Record,
 func TestRunCancelledMarksNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	res := stagetest.Run(ctx, recs("t", 0, 1, 2), process.FailurePolicy{}, process.NamedStage{Name: "block", Stage: blocker{}})
-	tp := offsetstore.TopicPartition{Topic: "t"}
+	res := stagetest.Runner{}.RunContext(ctx, t, recs("t", 0, 1, 2), stagetest.Step{Name: "block", Stage: blocker{}})
+	tp := stagetest.Partition{Topic: "t"}
 	if _, ok := res.Marks[tp]; ok {
 		t.Errorf("mark %d after cancellation, want none", res.Marks[tp])
 	}
@@ -246,10 +245,20 @@ func TestRunReportsMutatedInputs(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			in := recs("t", 0, 1, 2)
 			in[0].Headers = []stages.Header{{Key: "h", Value: []byte("v")}}
-			res := stagetest.Run(context.Background(), in, process.FailurePolicy{}, process.NamedStage{Name: "m", Stage: mutator{how}})
+			var rec recordingT
+			res := stagetest.Run(&rec, in, stagetest.Step{Name: "m", Stage: mutator{how}})
 			if len(res.Mutated) != 1 || res.Mutated[0].Offset != 1 || string(res.Mutated[0].Value) != "1" {
 				t.Errorf("Mutated = %v, want record 1 as it was given", res.Mutated)
+			}
+			if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "changed the input record at t/0 offset 1 in place") {
+				t.Errorf("the run failed the test with %q, want one failure naming the changed record", rec.errs)
 			}
 		})
 	}
 }
+
+// recordingT is a stagetest.T that records the failures Run reports.
+type recordingT struct{ errs []string }
+
+func (r *recordingT) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recordingT) Context() context.Context           { return context.Background() }

@@ -23,7 +23,11 @@ func cliRegistry() *stages.Registry {
 		Name: "filter", Summary: "Keep the records an expression accepts.",
 		Options: []stages.OptionSpec{{Name: "if", Type: stages.TypeExpr, Required: true, Doc: "The condition."}},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
-			if strings.Count(o.String("if"), "(") != strings.Count(o.String("if"), ")") {
+			cond, err := o.String("if")
+			if err != nil {
+				return nil, err
+			}
+			if strings.Count(cond, "(") != strings.Count(cond, ")") {
 				return nil, &stages.OptionError{Option: "if", Err: errors.New("unbalanced parentheses")}
 			}
 			return pass, nil

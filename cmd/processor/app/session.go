@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -192,7 +193,7 @@ func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
 	out := &syncWriter{w: r.cli.stdout}
 	var built []builtStage
 	for _, s := range r.cfg.Stages {
-		st, err := s.Build(stages.Env{Log: r.log.Named(s.Name), Stdout: out, Producer: producers.get})
+		st, err := s.Build(stages.Env{Log: logging.ForStage(r.log.Named(s.Name)), Stdout: out, Producer: producers.get})
 		if err != nil {
 			return built, err
 		}
