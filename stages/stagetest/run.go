@@ -155,7 +155,6 @@ func (rn Runner) RunContext(ctx context.Context, t T, records []stages.Record, s
 	return res
 }
 
-
 func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step) Result {
 	parts := map[Partition][]stages.Record{}
 	for _, r := range records {

@@ -260,5 +260,7 @@ func TestRunReportsMutatedInputs(t *testing.T) {
 // recordingT is a stagetest.T that records the failures Run reports.
 type recordingT struct{ errs []string }
 
-func (r *recordingT) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
-func (r *recordingT) Context() context.Context           { return context.Background() }
+func (r *recordingT) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *recordingT) Context() context.Context { return context.Background() }
