@@ -12,13 +12,18 @@ import (
 )
 
 func (c *cli) stagesCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "stages [NAME...]",
 		Short: "List the stages this binary has, with their options",
 		Long: `stages lists the stages a configuration's pipeline can name, with each
 option's type, whether it is required, its default and its documentation.
-The list comes from the stages' own specs, so it is always current.`,
+The list comes from the stages' own specs, so it is always current;
+--format markdown prints the table docs/plugins.md shows.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "markdown" {
+				return failure("--format %q: use text or markdown", format)
+			}
 			specs := c.registry.Specs()
 			if len(args) > 0 {
 				var picked []stages.Spec
@@ -35,6 +40,10 @@ The list comes from the stages' own specs, so it is always current.`,
 				fmt.Fprintln(cmd.OutOrStdout(), "no stages are registered in this binary")
 				return nil
 			}
+			if format == "markdown" {
+				writeMarkdown(cmd.OutOrStdout(), specs)
+				return nil
+			}
 			for i, s := range specs {
 				if i > 0 {
 					fmt.Fprintln(cmd.OutOrStdout())
@@ -43,6 +52,34 @@ The list comes from the stages' own specs, so it is always current.`,
 			}
 			return nil
 		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "text, or markdown (a table)")
+	return cmd
+}
+
+// writeMarkdown documents the stages as one Markdown table: a row per
+// stage (its summary), then a row per option.
+func writeMarkdown(w io.Writer, specs []stages.Spec) {
+	cell := func(s string) string { return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`) }
+	fmt.Fprintln(w, "| stage | option | type | default | what it does |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, s := range specs {
+		fmt.Fprintf(w, "| `%s` | | | | %s |\n", s.Name, cell(s.Summary))
+		for _, o := range s.Options {
+			name := "`" + o.Name + "`"
+			if o.Required {
+				name += " (required)"
+			}
+			typ := string(o.Type)
+			if len(o.Enum) > 0 {
+				typ += ": `" + strings.Join(o.Enum, "`, `") + "`"
+			}
+			def := ""
+			if o.Default != nil {
+				def = "`" + formatDefault(o.Default) + "`"
+			}
+			fmt.Fprintf(w, "| | %s | %s | %s | %s |\n", name, cell(typ), cell(def), cell(o.Doc))
+		}
 	}
 }
 
