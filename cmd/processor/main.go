@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/fencepost-dev/fencepost/cmd/processor/app"
-	_ "github.com/fencepost-dev/fencepost/stages/builtin" // the built-in stages
 )
 
 func main() { os.Exit(app.Main(os.Args[1:])) }

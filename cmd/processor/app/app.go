@@ -12,6 +12,8 @@
 //	)
 //
 //	func main() { os.Exit(app.Main(os.Args[1:])) }
+//
+// The built-in stages (package stages/builtin) are always included.
 package app
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencepost-dev/fencepost/stages"
+	_ "github.com/fencepost-dev/fencepost/stages/builtin" // every processor binary has the built-in stages
 )
 
 // Exit codes of Main.

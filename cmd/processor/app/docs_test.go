@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	_ "github.com/fencepost-dev/fencepost/stages/builtin" // the stages the docs describe
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of the docs")
