@@ -574,3 +574,19 @@ func freePorts(n int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// ShapeEnv names the environment variable that picks the cluster shape of
+// the real-Kafka suite: "1node" (the default) or "3node".
+const ShapeEnv = "FENCEPOST_KAFKA"
+
+// NodesFromEnv returns the node count $FENCEPOST_KAFKA asks for.
+func NodesFromEnv() (int, error) {
+	switch v := strings.TrimSpace(os.Getenv(ShapeEnv)); v {
+	case "", "1node", "1":
+		return 1, nil
+	case "3node", "3":
+		return 3, nil
+	default:
+		return 0, fmt.Errorf("%s=%q: use 1node or 3node", ShapeEnv, v)
+	}
+}
