@@ -85,31 +85,66 @@ type Hook func(*Request) Action
 // request, so a test can delay or cut a node's traffic. The broker
 // advertises the proxy's address, so clients that learn brokers from
 // Metadata keep going through it.
+//
+// While its node is down the proxy does not listen either, so a client
+// that dials it is refused, as by a dead broker (a proxy that accepted
+// and then hung up would look like a live broker that fails requests,
+// and clients treat the two differently).
 type proxy struct {
-	node   int32
-	ln     net.Listener
-	target string
-	hook   *atomic.Pointer[Hook]
+	node    int32
+	address string
+	target  string
+	hook    *atomic.Pointer[Hook]
 
 	mu     sync.Mutex
+	ln     net.Listener // nil while paused
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
 }
 
 func newProxy(node int32, ln net.Listener, target string, hook *atomic.Pointer[Hook]) *proxy {
-	p := &proxy{node: node, ln: ln, target: target, hook: hook, conns: map[net.Conn]struct{}{}}
+	p := &proxy{node: node, address: ln.Addr().String(), ln: ln, target: target, hook: hook, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept(ln)
 	return p
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
+func (p *proxy) addr() string { return p.address }
 
-func (p *proxy) accept() {
+// pause stops listening and closes every connection.
+func (p *proxy) pause() {
+	p.mu.Lock()
+	ln := p.ln
+	p.ln = nil
+	p.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	p.cut()
+}
+
+// resume listens again on the same address.
+func (p *proxy) resume() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil || p.closed {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.address)
+	if err != nil {
+		return fmt.Errorf("proxy of node %d: listen again on %s: %w", p.node, p.address, err)
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.accept(ln)
+	return nil
+}
+
+func (p *proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -209,10 +244,10 @@ func (p *proxy) cut() {
 
 // close stops the proxy and waits for its goroutines.
 func (p *proxy) close() {
+	p.pause()
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.ln.Close()
 	p.cut()
 	p.wg.Wait()
 }

@@ -464,15 +464,15 @@ func (c *Cluster) Cut(id int32) error {
 }
 
 // Kill stops node id with SIGKILL (no controlled shutdown) and waits for
-// it to exit.
+// it to exit. Its address refuses connections until Restart.
 func (c *Cluster) Kill(id int32) error {
 	n, err := c.node(id)
 	if err != nil {
 		return err
 	}
+	n.proxy.pause()
 	n.kill(syscall.SIGKILL)
 	n.wait(10 * time.Second)
-	n.proxy.cut()
 	return nil
 }
 
@@ -487,6 +487,9 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 		return fmt.Errorf("realkafka: node %d is running", id)
 	}
 	if err := c.startNode(n); err != nil {
+		return err
+	}
+	if err := n.proxy.resume(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
