@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/internal/realkafka"
 	"github.com/fencepost-dev/fencepost/offsetstore"
@@ -25,6 +27,7 @@ func TestRealKafka(t *testing.T) {
 	k := kafkatest.FromReal(t, rc)
 	named := func(t *testing.T) *kafkatest.Kafka { return k.Named(uniqueName(t)) }
 
+	t.Run("MinVersionsTable", func(t *testing.T) { minVersionsTable(t, k) })
 	t.Run("ConsumeAndCommit", func(t *testing.T) { consumeAndCommit(t, named(t)) })
 	t.Run("SeedScenario", func(t *testing.T) {
 		for i := 0; i < 20; i++ {
@@ -39,6 +42,25 @@ func TestRealKafka(t *testing.T) {
 	t.Run("GracefulShutdownCommitsProcessed", func(t *testing.T) { gracefulShutdownCommitsProcessed(t, named(t)) })
 	// last: it restarts a node
 	t.Run("BrokerKilledUnderLoad", func(t *testing.T) { brokerKilledUnderLoad(t, named(t), rc) })
+}
+
+// minVersionsTable: the table TestRequestVersionsMeetKafka4 enforces on
+// kfake is at least as strict as this broker's ApiVersions: every key the
+// broker accepts only from some version on is in it, at that version or
+// later.
+func minVersionsTable(t *testing.T, c *kafkatest.Kafka) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resp.ApiKeys {
+		if floor := kafkatest.Kafka4MinVersions[kmsg.Key(k.ApiKey)]; floor < k.MinVersion {
+			t.Errorf("%s: this broker accepts v%d and later, the table says v%d: update kafkatest.Kafka4MinVersions",
+				kmsg.Key(k.ApiKey).Name(), k.MinVersion, floor)
+		}
+	}
 }
 
 var nameCount atomic.Int32

@@ -16,7 +16,8 @@ import (
 // process.DeadLetterSink. Records go to the partition their key hashes to
 // (records without a key are spread round-robin).
 type Producer struct {
-	w *kafka.Writer
+	w         *kafka.Writer
+	transport *kafka.Transport
 }
 
 // NewProducer returns a producer to topic on the cluster cfg describes.
@@ -34,14 +35,15 @@ func NewProducer(cfg KafkaConfig, topic string) (*Producer, error) {
 }
 
 func newProducer(conn *connection, topic string, metadataTTL time.Duration) *Producer {
-	return &Producer{w: &kafka.Writer{
+	t := conn.transport(metadataTTL, []string{topic})
+	return &Producer{transport: t, w: &kafka.Writer{
 		Addr:         conn.addr(),
 		Topic:        topic,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
 		BatchTimeout: 2 * time.Millisecond,
 		BatchSize:    1000,
-		Transport:    conn.transport(metadataTTL, []string{topic}),
+		Transport:    t,
 	}}
 }
 
@@ -65,8 +67,15 @@ func (p *Producer) Send(ctx context.Context, records []stages.Record) error {
 	return p.Produce(ctx, records)
 }
 
-// Close flushes and releases the producer's connections.
-func (p *Producer) Close() error { return p.w.Close() }
+// Close flushes and releases the producer's connections. (The Writer
+// does not close a Transport it was given: without CloseIdleConnections
+// the transport's connection pool and its goroutines outlive the
+// producer.)
+func (p *Producer) Close() error {
+	err := p.w.Close()
+	p.transport.CloseIdleConnections()
+	return err
+}
 
 func toMessage(r stages.Record) kafka.Message {
 	m := kafka.Message{Key: r.Key, Value: r.Value, Time: r.Timestamp}
