@@ -2,11 +2,12 @@ package kafkatest
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-// Kafka4MinVersions are the oldest request versions Apache Kafka 4.0
-// accepts (KIP-896 removed the older ones), by request key; a key that is
-// not listed accepts version 0. Produce is listed at 3 although 4.0 still
-// advertises 0 in ApiVersions (for old clients' version negotiation): it
-// rejects produce requests below v3.
+// Kafka4MinVersions are the oldest request versions Apache Kafka 4.x
+// accepts, by request key; a key that is not listed accepts version 0.
+// Kafka 4.0 removed the older versions (KIP-896); 4.1 made share groups
+// stable and dropped their v0 preview. Produce is listed at 3 although
+// 4.x still advertises 0 in ApiVersions (for old clients' version
+// negotiation): it rejects produce requests below v3.
 var Kafka4MinVersions = map[kmsg.Key]int16{
 	kmsg.Produce:                 3,
 	kmsg.Fetch:                   4,
@@ -28,4 +29,8 @@ var Kafka4MinVersions = map[kmsg.Key]int16{
 	kmsg.RenewDelegationToken:    1,
 	kmsg.ExpireDelegationToken:   1,
 	kmsg.DescribeDelegationToken: 1,
+	kmsg.ShareGroupHeartbeat:     1,
+	kmsg.ShareGroupDescribe:      1,
+	kmsg.ShareFetch:              1,
+	kmsg.ShareAcknowledge:        1,
 }
