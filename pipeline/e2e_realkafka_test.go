@@ -23,7 +23,16 @@ import (
 // node, or three with FENCEPOST_KAFKA=3node): the cluster starts once and
 // every scenario uses topics and groups of its own.
 func TestRealKafka(t *testing.T) {
-	rc := kafkatest.StartReal(t, realkafka.Options{})
+	ca := kafkatest.NewCA(t)
+	users := map[string][2]string{
+		"SCRAM-SHA-512": {"scram-user", "scram-Secret-3141"},
+		"PLAIN":         {"plain-user", "plain-Secret-2718"},
+	}
+	rc := kafkatest.StartReal(t, realkafka.Options{Secure: &realkafka.Secure{
+		CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM,
+		Scram512: map[string]string{users["SCRAM-SHA-512"][0]: users["SCRAM-SHA-512"][1]},
+		Plain:    map[string]string{users["PLAIN"][0]: users["PLAIN"][1]},
+	}})
 	k := kafkatest.FromReal(t, rc)
 	named := func(t *testing.T) *kafkatest.Kafka { return k.Named(uniqueName(t)) }
 
@@ -38,6 +47,16 @@ func TestRealKafka(t *testing.T) {
 	t.Run("NewGroupResetPolicies", func(t *testing.T) { newGroupResetPolicies(t, named) })
 	t.Run("FallsBelowLogStartWhileRunning", func(t *testing.T) { fallsBelowLogStartWhileRunning(t, named(t)) })
 	t.Run("CommittedAboveHighWatermark", func(t *testing.T) { committedAboveHighWatermark(t, named(t)) })
+	t.Run("SASLOverTLS", func(t *testing.T) {
+		saslOverTLS(t, secureCluster{k: named(t), secure: rc.SecureAddrs, plaintext: rc.DirectAddrs, ca: ca, users: users})
+		// the broker logs, printed when a test fails, show no password
+		logs := rc.LogTail(1 << 20)
+		for _, u := range users {
+			if strings.Contains(logs, u[1]) {
+				t.Fatalf("a broker log shows %s's password", u[0])
+			}
+		}
+	})
 	t.Run("RebalanceUnderLoad", func(t *testing.T) { rebalanceUnderLoad(t, named(t)) })
 	t.Run("GracefulShutdownCommitsProcessed", func(t *testing.T) { gracefulShutdownCommitsProcessed(t, named(t)) })
 	// last: it restarts a node

@@ -151,6 +151,13 @@ func (k *Kafka) Committed(t testing.TB, group, topic string) map[int32]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := k.Admin.FetchOffsets(ctx, group)
+	for kerr.IsRetriable(err) && ctx.Err() == nil { // Kafka: the coordinator is loading or moving
+		time.Sleep(50 * time.Millisecond)
+		resp, err = k.Admin.FetchOffsets(ctx, group)
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) { // kfake, before the group's first join
+		return map[int32]int64{}
+	}
 	if err != nil {
 		t.Fatalf("fetch offsets of %s: %v", group, err)
 	}

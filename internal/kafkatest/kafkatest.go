@@ -37,16 +37,32 @@ func New(t testing.TB, brokers int, opts ...kfake.Opt) *Cluster {
 	return c
 }
 
+// NewWithClient is New with options for the test's clients (TLS and
+// SASL, for a cluster that requires them).
+func NewWithClient(t testing.TB, brokers int, client []kgo.Opt, opts ...kfake.Opt) *Cluster {
+	t.Helper()
+	c, err := start(brokers, client, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // Start starts a cluster; the caller closes it.
 func Start(brokers int, opts ...kfake.Opt) (*Cluster, error) {
+	return start(brokers, nil, opts...)
+}
+
+func start(brokers int, client []kgo.Opt, opts ...kfake.Opt) (*Cluster, error) {
 	opts = append([]kfake.Opt{kfake.NumBrokers(brokers), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)
 	fc, err := kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, err
 	}
 	addrs := fc.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0), kgo.MetadataMinAge(10 * time.Millisecond)}, client...)...)
 	if err != nil {
 		fc.Close()
 		return nil, err

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -76,6 +77,10 @@ type Cluster struct {
 	Addrs []string
 	// SecureAddrs are the SASL_SSL listeners' addresses (with Secure).
 	SecureAddrs []string
+	// DirectAddrs are the nodes' own plaintext client listeners, behind
+	// the proxies (clients that bootstrap there learn the proxies'
+	// addresses from Metadata).
+	DirectAddrs []string
 	// Version is the Kafka version that runs.
 	Version string
 
@@ -145,6 +150,11 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
+	if err := c.waitCoordinator(ctx); err != nil {
+		err = fmt.Errorf("%w\n%s", err, c.LogTail(40))
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -188,6 +198,7 @@ func (c *Cluster) layout() error {
 		n.proxy = newProxy(id, p.proxy, fmt.Sprintf("127.0.0.1:%d", p.client), &c.hook)
 		c.nodes = append(c.nodes, n)
 		c.Addrs = append(c.Addrs, n.proxy.addr())
+		c.DirectAddrs = append(c.DirectAddrs, fmt.Sprintf("127.0.0.1:%d", p.client))
 
 		listeners := []string{
 			fmt.Sprintf("CLIENT://127.0.0.1:%d", p.client),
@@ -406,6 +417,36 @@ func (c *Cluster) waitNode(ctx context.Context, n *node) error {
 		case <-ctx.Done():
 			return fmt.Errorf("node %d did not serve Metadata (last: %v); see %s: %w", n.id, last, n.log, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitCoordinator asks for a group coordinator until one answers, which
+// creates the __consumer_offsets topic: the first test's group does not
+// wait for it.
+func (c *Cluster) waitCoordinator(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var last error
+	for {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKeys = []string{"realkafka-warmup"}
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil && len(resp.Coordinators) == 1 {
+			if err = kerr.ErrorForCode(resp.Coordinators[0].ErrorCode); err == nil {
+				return nil
+			}
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no group coordinator (last: %v): %w", last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
