@@ -485,6 +485,23 @@ func (c *Cluster) node(id int32) (*node, error) {
 	return nil, fmt.Errorf("realkafka: no node %d (nodes are 1..%d)", id, len(c.nodes))
 }
 
+// PIDs returns the process ids of the nodes' JVMs that run.
+func (c *Cluster) PIDs() []int {
+	var pids []int
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		if n.cmd != nil && n.cmd.Process != nil {
+			select {
+			case <-n.done:
+			default:
+				pids = append(pids, n.cmd.Process.Pid)
+			}
+		}
+		n.mu.Unlock()
+	}
+	return pids
+}
+
 // SetHook installs h on every node's proxy (nil removes it).
 func (c *Cluster) SetHook(h Hook) {
 	if h == nil {
