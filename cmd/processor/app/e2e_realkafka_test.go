@@ -3,12 +3,7 @@
 package app
 
 import (
-	"context"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/internal/realkafka"
@@ -17,21 +12,15 @@ import (
 // TestRealKafkaBinary runs the binary's scenarios against Apache Kafka
 // (FENCEPOST_KAFKA=1node or 3node).
 func TestRealKafkaBinary(t *testing.T) {
-	rc := kafkatest.StartReal(t, realkafka.Options{})
-	addr := rc.Addrs[0] // the config takes one bootstrap address; Metadata names the others
-	cl, err := kgo.NewClient(kgo.SeedBrokers(rc.Addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 4, -1, nil, "in")
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Run("RestartLosesNothing", func(t *testing.T) { binaryRestartLosesNothing(t, addr) })
+	ca := kafkatest.NewCA(t)
+	const user, password = "order-enricher", "Enricher-Secret-1618"
+	rc := kafkatest.StartReal(t, realkafka.Options{Secure: &realkafka.Secure{
+		CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Scram512: map[string]string{user: password},
+	}})
+	k := kafkatest.FromReal(t, rc)
+	t.Run("RestartLosesNothing", func(t *testing.T) {
+		k.CreateTopic(t, "in", 4)
+		binaryRestartLosesNothing(t, rc.Addrs[0]) // the config takes one bootstrap address; Metadata names the others
+	})
+	t.Run("SASLTLS", func(t *testing.T) { binarySASLTLS(t, k, rc.SecureAddrs[0], ca.CAFile, user, password) })
 }
