@@ -59,6 +59,9 @@ func TestRealKafka(t *testing.T) {
 	})
 	t.Run("RebalanceUnderLoad", func(t *testing.T) { rebalanceUnderLoad(t, named(t)) })
 	t.Run("GracefulShutdownCommitsProcessed", func(t *testing.T) { gracefulShutdownCommitsProcessed(t, named(t)) })
+	t.Run("FetchFaultsRecoverQuickly", func(t *testing.T) {
+		fetchFaultsRecoverQuickly(t, named(t), func(func(string, func())) {}) // no injected errors on a real broker
+	})
 	// last: it restarts a node
 	t.Run("BrokerKilledUnderLoad", func(t *testing.T) { brokerKilledUnderLoad(t, named(t), rc) })
 }

@@ -166,4 +166,3 @@ func (l *logSink) contains(s string) bool {
 	}
 	return false
 }
-

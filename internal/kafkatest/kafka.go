@@ -33,6 +33,7 @@ type Kafka struct {
 
 	prefix      string
 	createTopic func(ctx context.Context, topic string, partitions int32) error
+	moveLeader  func(ctx context.Context, topic string, partition, to int32) error
 	intercept   func(t testing.TB, key int16, fn Interceptor)
 }
 
@@ -101,6 +102,69 @@ func (k *Kafka) Leader(t testing.TB, topic string, partition int32) int32 {
 		t.Fatalf("metadata of %s/%d: missing or %v", topic, partition, p.Err)
 	}
 	return p.Leader
+}
+
+// MoveLeader makes broker to the leader of a partition and waits until
+// Metadata says so. On Apache Kafka it reorders the partition's replicas
+// (AlterPartitionAssignments) and elects the preferred one (ElectLeaders):
+// to must hold a replica.
+func (k *Kafka) MoveLeader(t testing.TB, topic string, partition, to int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := k.moveLeader(ctx, topic, partition, to); err != nil {
+		t.Fatalf("move the leader of %s/%d to %d: %v", topic, partition, to, err)
+	}
+	for k.Leader(t, topic, partition) != to {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the leader of %s/%d did not move to %d", topic, partition, to)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// electPreferred is MoveLeader on Apache Kafka.
+func (k *Kafka) electPreferred(ctx context.Context, topic string, partition, to int32) error {
+	md, err := k.Admin.Metadata(ctx, topic)
+	if err != nil {
+		return err
+	}
+	replicas := []int32{to}
+	for _, r := range md.Topics[topic].Partitions[partition].Replicas {
+		if r != to {
+			replicas = append(replicas, r)
+		}
+	}
+	if len(replicas) != len(md.Topics[topic].Partitions[partition].Replicas) {
+		return fmt.Errorf("broker %d holds no replica", to)
+	}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, partition, replicas)
+	resps, err := k.Admin.AlterPartitionAssignments(ctx, req)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("reorder replicas: %w", err)
+	}
+	for {
+		res, err := k.Admin.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{topic: {partition: {}}})
+		if err == nil {
+			err = res[topic][partition].Err
+		}
+		if err == nil || errors.Is(err, kerr.ElectionNotNeeded) {
+			return nil
+		}
+		if !kerr.IsRetriable(err) && !errors.Is(err, kerr.PreferredLeaderNotAvailable) {
+			return fmt.Errorf("elect the preferred leader: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("elect the preferred leader: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Produce writes n records to one partition, each in its own record
@@ -238,6 +302,7 @@ func FromReal(t testing.TB, c *realkafka.Cluster) *Kafka {
 	k := &Kafka{Addrs: c.Addrs, Client: cl, Admin: kadm.NewClient(cl), Nodes: c.Nodes(), Real: true}
 	hooks := &realHooks{c: c, fns: map[int16]Interceptor{}}
 	k.createTopic = k.createPlaced
+	k.moveLeader = k.electPreferred
 	k.intercept = hooks.set
 	return k
 }

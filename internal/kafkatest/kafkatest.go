@@ -73,7 +73,10 @@ func start(brokers int, client []kgo.Opt, opts ...kfake.Opt) (*Cluster, error) {
 		nodes[i] = int32(i)
 	}
 	c.Kafka = &Kafka{Addrs: addrs, Client: cl, Admin: kadm.NewClient(cl), Nodes: nodes,
-		createTopic: c.createTopic, intercept: c.intercept}
+		createTopic: c.createTopic, intercept: c.intercept,
+		moveLeader: func(_ context.Context, topic string, partition, to int32) error {
+			return c.MoveTopicPartition(topic, partition, to)
+		}}
 	return c, nil
 }
 
