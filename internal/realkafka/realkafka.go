@@ -421,9 +421,11 @@ func (c *Cluster) waitNode(ctx context.Context, n *node) error {
 	}
 }
 
-// waitCoordinator asks for a group coordinator until one answers, which
-// creates the __consumer_offsets topic: the first test's group does not
-// wait for it.
+// waitCoordinator asks for a group's offsets until the group coordinator
+// answers: the first FindCoordinator creates the __consumer_offsets topic,
+// whose leader then loads it (COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+// The first test's group does not wait for that, nor see the coordinator
+// move while the topic settles.
 func (c *Cluster) waitCoordinator(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -438,8 +440,20 @@ func (c *Cluster) waitCoordinator(ctx context.Context) error {
 		req.CoordinatorKeys = []string{"realkafka-warmup"}
 		resp, err := req.RequestWith(ctx, cl)
 		if err == nil && len(resp.Coordinators) == 1 {
-			if err = kerr.ErrorForCode(resp.Coordinators[0].ErrorCode); err == nil {
-				return nil
+			err = kerr.ErrorForCode(resp.Coordinators[0].ErrorCode)
+		}
+		if err == nil {
+			fetch := kmsg.NewPtrOffsetFetchRequest()
+			fetch.Group = "realkafka-warmup"
+			var fresp *kmsg.OffsetFetchResponse
+			if fresp, err = fetch.RequestWith(ctx, cl); err == nil {
+				err = kerr.ErrorForCode(fresp.ErrorCode)
+				if len(fresp.Groups) == 1 {
+					err = kerr.ErrorForCode(fresp.Groups[0].ErrorCode)
+				}
+				if err == nil || errors.Is(err, kerr.GroupIDNotFound) {
+					return nil
+				}
 			}
 		}
 		last = err
