@@ -370,23 +370,52 @@ func (k *Kafka) createPlaced(ctx context.Context, topic string, partitions int32
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	for {
-		md, err := k.Admin.Metadata(ctx, topic)
-		if err == nil {
-			ready := int32(0)
-			for p, pd := range md.Topics[topic].Partitions {
-				if pd.Err == nil && pd.Leader == k.Nodes[p%n] {
-					ready++
-				}
+	// Brokers learn of a new topic from the controller one by one: wait
+	// until every broker's Metadata has it, with the leaders in place, or
+	// a client that asks a late broker is told it does not exist.
+	for _, node := range k.Nodes {
+		for {
+			err := k.placed(ctx, node, topic, partitions)
+			if err == nil {
+				break
 			}
-			if ready == partitions {
-				return nil
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("topic %s: not in place on broker %d: %w", topic, node, errors.Join(err, ctx.Err()))
+			case <-time.After(50 * time.Millisecond):
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("topic %s: leaders not in place: %w", topic, errors.Join(err, ctx.Err()))
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	return nil
+}
+
+// placed checks broker node's Metadata for topic: every partition there,
+// led by Nodes[i mod n].
+func (k *Kafka) placed(ctx context.Context, node int32, topic string, partitions int32) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, k.Client.Broker(int(node)))
+	if err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("%d topics in metadata", len(resp.Topics))
+	}
+	t := resp.Topics[0]
+	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+		return err
+	}
+	n := int32(len(k.Nodes))
+	ready := int32(0)
+	for _, p := range t.Partitions {
+		if p.ErrorCode == 0 && p.Leader == k.Nodes[p.Partition%n] {
+			ready++
+		}
+	}
+	if ready != partitions {
+		return fmt.Errorf("%d of %d partitions led by their preferred leader", ready, partitions)
+	}
+	return nil
 }

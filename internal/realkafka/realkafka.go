@@ -130,30 +130,52 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The ports are free when picked, but something else may take one
+	// before the JVM binds it: then start again, elsewhere.
+	dir := o.Dir
+	for attempt := 1; ; attempt++ {
+		o.Dir = filepath.Join(dir, fmt.Sprintf("attempt-%d", attempt))
+		if attempt == 1 {
+			o.Dir = dir
+		}
+		c, err := start(ctx, o, cp)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			return c, err
+		}
+		if o.Progress != nil {
+			o.Progress("a port was taken before Kafka bound it; starting again on other ports")
+		}
+	}
+}
+
+func start(ctx context.Context, o Options, cp string) (*Cluster, error) {
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
 	c := &Cluster{Version: o.Version, opts: o, classpath: cp}
-	if err := c.layout(); err != nil {
+	fail := func(err error, logs bool) (*Cluster, error) {
+		if logs {
+			err = fmt.Errorf("%w\n%s", err, c.LogTail(40))
+		}
 		c.Stop()
 		return nil, err
 	}
+	if err := c.layout(); err != nil {
+		return fail(err, false)
+	}
 	if err := c.format(ctx); err != nil {
-		c.Stop()
-		return nil, err
+		return fail(err, false)
 	}
 	for _, n := range c.nodes {
 		if err := c.startNode(n); err != nil {
-			c.Stop()
-			return nil, err
+			return fail(err, false)
 		}
 	}
 	if err := c.WaitReady(ctx); err != nil {
-		err = fmt.Errorf("%w\n%s", err, c.LogTail(40))
-		c.Stop()
-		return nil, err
+		return fail(err, true)
 	}
 	if err := c.waitCoordinator(ctx); err != nil {
-		err = fmt.Errorf("%w\n%s", err, c.LogTail(40))
-		c.Stop()
-		return nil, err
+		return fail(err, true)
 	}
 	return c, nil
 }
@@ -168,18 +190,20 @@ func (c *Cluster) layout() error {
 		secure                       int
 	}
 	ps := make([]ports, o.Nodes)
+	free, err := freePorts(4 * o.Nodes) // all at once: no port twice
+	if err != nil {
+		return err
+	}
 	for i := range ps {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			for _, p := range ps[:i] {
+				p.proxy.Close()
+			}
 			return err
 		}
 		ps[i].proxy = ln
-		free, err := freePorts(4)
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		ps[i].client, ps[i].internal, ps[i].controller, ps[i].secure = free[0], free[1], free[2], free[3]
+		ps[i].client, ps[i].internal, ps[i].controller, ps[i].secure = free[4*i], free[4*i+1], free[4*i+2], free[4*i+3]
 	}
 	voters := make([]string, o.Nodes)
 	for i := range ps {
