@@ -36,6 +36,12 @@ type KafkaConfig struct {
 	// MetadataMaxAge is how old the cached partition leaders may get.
 	// A NotLeader answer refreshes them at once. Default 5s.
 	MetadataMaxAge time.Duration `yaml:"metadata_max_age"`
+	// CreateTopics creates the output and dead-letter topics that do not
+	// exist at start, with the broker's default partition count and
+	// replication factor. Off by default: a missing output topic fails
+	// the start with an error naming it. Consumed topics are never
+	// created.
+	CreateTopics bool `yaml:"create_topics"`
 }
 
 // TLS enables TLS to the brokers.
@@ -110,8 +116,13 @@ type ConsumerConfig struct {
 	// checking them against the log bounds; an out-of-range offset is
 	// then caught by the first fetch instead.
 	SkipOffsetValidation bool `yaml:"skip_offset_validation"`
-	// CommitInterval is how often the processed watermark is committed;
-	// it is also committed on revoke and shutdown. Default 5s.
+	// CommitInterval is the least time between two commits. The
+	// processed watermark is committed as soon as it moves, with at most
+	// one commit in flight and at most one commit per CommitInterval; it
+	// is also committed on revoke and shutdown. Default 100ms: a crash
+	// repeats about that much work, and each member writes at most ten
+	// commits a second to __consumer_offsets (one record per partition
+	// whose offset moved).
 	CommitInterval time.Duration `yaml:"commit_interval"`
 	// FetchMaxWait is how long a broker may hold a fetch for data.
 	// Default 500ms.
@@ -135,6 +146,13 @@ type ConsumerConfig struct {
 	// Concurrency is the most batches processed at once. Default
 	// GOMAXPROCS.
 	Concurrency int `yaml:"concurrency"`
+	// ProcessingTimeout bounds one stage call on a batch (or, once
+	// failures are isolated, on one record). A call still running then
+	// has its context cancelled and counts as failed: its records are
+	// run one by one, and the one that keeps failing is retried, then
+	// dead-lettered or stops its partition, so a hanging stage cannot
+	// wedge a partition silently. Default 1m.
+	ProcessingTimeout time.Duration `yaml:"processing_timeout"`
 	// ReadCommitted reads only committed transactional records
 	// (isolation.level=read_committed). Default read_uncommitted.
 	ReadCommitted bool `yaml:"read_committed"`
@@ -195,7 +213,8 @@ func (c Config) withDefaults() Config {
 	def(&c.Kafka.DialTimeout, 10*time.Second)
 	def(&c.Kafka.MetadataMaxAge, 5*time.Second)
 	k := &c.Consumer
-	def(&k.CommitInterval, 5*time.Second)
+	def(&k.CommitInterval, 100*time.Millisecond)
+	def(&k.ProcessingTimeout, time.Minute)
 	def(&k.FetchMaxWait, 500*time.Millisecond)
 	defB(&k.FetchMinBytes, 1)
 	defB(&k.FetchMaxBytes, 50*MiB)
@@ -300,7 +319,8 @@ func (c Config) Validate() error {
 	}
 	for key, d := range map[string]time.Duration{
 		"consumer.commit_interval": k.CommitInterval, "consumer.fetch_max_wait": k.FetchMaxWait,
-		"consumer.session_timeout": k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
+		"consumer.processing_timeout": k.ProcessingTimeout,
+		"consumer.session_timeout":    k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
 		"shutdown_timeout": c.ShutdownTimeout, "kafka.dial_timeout": c.Kafka.DialTimeout,
 		"kafka.metadata_max_age": c.Kafka.MetadataMaxAge, "dead_letter.backoff": c.DeadLetter.Backoff,
 	} {

@@ -17,15 +17,23 @@ import (
 // coordinatorConfig is what the coordinator needs from the pipeline
 // configuration.
 type coordinatorConfig struct {
-	policy          offsetstore.ResetPolicy
-	validate        bool          // check committed and sought offsets against the log before fetching
-	commitInterval  time.Duration // <= 0: commit only on revoke, shutdown and flush
-	budget          int64         // bytes of fetched-but-unfinished records
-	fetchMaxBytes   int32         // most bytes one fetch request asks for
-	fetchLanes      int           // concurrent fetch requests per broker (default 1)
-	retryBackoff    time.Duration
-	maxRetryBackoff time.Duration
-	metadataBackoff time.Duration // least time between metadata refreshes asked for missing leaders
+	policy   offsetstore.ResetPolicy
+	validate bool // check committed and sought offsets against the log before fetching
+	// commitInterval is the least time between two commits: a commit is
+	// sent as soon as a watermark moved, no commit is in flight, and the
+	// last one was sent at least commitInterval ago. <= 0: commit only on
+	// revoke, shutdown and flush.
+	commitInterval time.Duration
+	budget         int64 // bytes of fetched-but-unfinished records
+	fetchMaxBytes  int32 // most bytes one fetch request asks for
+	// partitionMaxBytes is the most one partition of a fetch returns; a
+	// fetch reserves (of the budget) what its partitions can return.
+	// <= 0: a fetch reserves fetchMaxBytes.
+	partitionMaxBytes int32
+	fetchLanes        int // concurrent fetch requests per broker (default 1)
+	retryBackoff      time.Duration
+	maxRetryBackoff   time.Duration
+	metadataBackoff   time.Duration // least time between metadata refreshes asked for missing leaders
 }
 
 // coordinatorOutputs are where the coordinator sends work. Each worker
@@ -65,6 +73,13 @@ type coordinatorStats struct {
 	resets        atomic.Int64
 	commits       atomic.Int64
 	commitErrors  atomic.Int64
+	// stoppedPartitions is how many assigned partitions are stopped now;
+	// stops counts every stop.
+	stoppedPartitions atomic.Int64
+	stops             atomic.Int64
+	// stoppedAtRelease lists the partitions that were stopped when the
+	// last generation was released (what a shutdown leaves stopped).
+	stoppedAtRelease atomic.Pointer[[]PartitionStopped]
 }
 
 // coordinator owns all partition state. Every method runs on the
@@ -97,13 +112,11 @@ type coordinator struct {
 	paused   map[offsetstore.TopicPartition]bool // survives generations
 	leaders  map[offsetstore.TopicPartition]int32
 	brokers  map[fetcherKey]*fetcher
+	fetchers []*fetcher // the same, in the order they were made: fetches are planned in a stable order
 
-	resolverIdle bool
-	resolving    []int // slots of the resolve in flight, aligned with its entries
-	resolveID    offsetstore.BatchID
-	committing   bool
-	commitID     offsetstore.BatchID
-	commitDue    bool
+	resolver     inFlight // the lookup in flight
+	committer    inFlight // the commit in flight (no slots)
+	dirty        bool     // a watermark may have moved past its committed offset
 	nextCommitAt time.Time
 	flushes      []chan error
 
@@ -114,9 +127,10 @@ type coordinator struct {
 	needLeaders  bool  // some partition has no known leader
 	lastMetaReq  time.Time
 
-	toProcess process.Message // next message for processing
-	notices   []Notice
-	scratchR  []offsetstore.ResolveEntry
+	toProcess    process.Message // next message for processing
+	notices      []Notice
+	scratchR     []offsetstore.ResolveEntry
+	scratchSlots []int
 }
 
 func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logger, stats *coordinatorStats, now time.Time) *coordinator {
@@ -142,18 +156,17 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		cfg.budget = 64 << 20
 	}
 	return &coordinator{
-		cfg:          cfg,
-		out:          out,
-		log:          log,
-		stats:        stats,
-		now:          now,
-		gen:          offsetstore.NoGeneration,
-		index:        make(map[offsetstore.TopicPartition]int),
-		zombies:      make(map[offsetstore.TopicPartition]int),
-		paused:       make(map[offsetstore.TopicPartition]bool),
-		leaders:      make(map[offsetstore.TopicPartition]int32),
-		brokers:      make(map[fetcherKey]*fetcher),
-		resolverIdle: true,
+		cfg:     cfg,
+		out:     out,
+		log:     log,
+		stats:   stats,
+		now:     now,
+		gen:     offsetstore.NoGeneration,
+		index:   make(map[offsetstore.TopicPartition]int),
+		zombies: make(map[offsetstore.TopicPartition]int),
+		paused:  make(map[offsetstore.TopicPartition]bool),
+		leaders: make(map[offsetstore.TopicPartition]int32),
+		brokers: make(map[fetcherKey]*fetcher),
 	}
 }
 
@@ -236,24 +249,21 @@ func (c *coordinator) byTP(tp offsetstore.TopicPartition) *partition {
 // plan sends new work to idle workers.
 func (c *coordinator) plan() {
 	if c.active {
-		if c.needResolve && c.resolverIdle && c.out.resolve != nil {
+		if c.needResolve && !c.resolver.busy() && c.out.resolve != nil {
 			c.planResolve()
 		}
 		if !c.revoking {
-			for _, b := range c.brokers {
-				if b.idle && len(b.ready) > 0 {
+			for _, b := range c.fetchers {
+				if !b.flight.busy() && len(b.ready) > 0 {
 					c.planFetch(b)
 				}
 			}
 		}
-		if (c.commitDue || len(c.flushes) > 0) && !c.committing && !c.revoking {
-			if !c.sendCommit() {
-				for _, f := range c.flushes {
-					reply(f, nil)
-				}
-				c.flushes = nil
+		if c.commitDue() && !c.sendCommit() {
+			for _, f := range c.flushes {
+				reply(f, nil)
 			}
-			c.commitDue = false
+			c.flushes = nil
 		}
 	}
 	c.checkRevoke()
@@ -261,6 +271,17 @@ func (c *coordinator) plan() {
 	if c.buffered > c.stats.maxBuffered.Load() {
 		c.stats.maxBuffered.Store(c.buffered)
 	}
+}
+
+// commitDue reports whether a commit should be sent now: a flush waits,
+// or a watermark moved and the commit interval passed since the last one.
+// Never while a commit is in flight or during a revoke (which sends its
+// own final commit).
+func (c *coordinator) commitDue() bool {
+	if c.committer.busy() || c.revoking {
+		return false
+	}
+	return len(c.flushes) > 0 || (c.dirty && c.cfg.commitInterval > 0 && !c.now.Before(c.nextCommitAt))
 }
 
 // takeProcessMessage returns the pending message for processing, if any,

@@ -32,22 +32,32 @@ func (c *coordinator) onProcessed(r *process.Report) {
 		}
 		p.outBytes -= h.bytes
 		c.buffered -= h.bytes
-		if cp.Dropped {
+		// What the coordinator handed out (h.span) bounds what the
+		// completion may claim.
+		done := min(max(cp.FinishedBelow, h.span.Start), h.span.End)
+		if done > h.span.Start {
+			if err := p.wm.Mark(c.gen, h.epoch, offsetstore.Span{Start: h.span.Start, End: done}); err != nil {
+				c.stale("processed mark", p.tp)
+			} else {
+				c.dirty = true
+			}
+		}
+		if done == h.span.End || cp.Err == nil {
+			// finished, or dropped: the partition is stopped, fenced or
+			// stopping, and what was dropped is fetched again by whoever
+			// resumes it
 			continue
 		}
-		sp := h.span
-		if cp.Err != nil {
-			if cp.Failed > sp.Start && cp.Failed <= sp.End {
-				sp.End = cp.Failed
-				_ = p.wm.Mark(c.gen, h.epoch, sp)
-			}
-			if p.state != Stopped {
-				c.stop(p, cp.Err)
-			}
-			continue
-		}
-		if err := p.wm.Mark(c.gen, h.epoch, sp); err != nil {
-			c.stale("processed mark", p.tp)
+		switch {
+		case h.epoch < p.seekEpoch:
+			// Handed out before a seek: the seek decided where the
+			// partition goes on. Offsets below its target are skipped,
+			// offsets from it on are fetched again, so this failure
+			// does not stop the partition.
+			c.log.Warn("a record failed after a seek moved its partition; the seek stands and the partition goes on",
+				zap.Stringer("partition", p.tp), zap.Int64("offset", done), zap.Error(cp.Err))
+		case p.state != Stopped:
+			c.stop(p, cp.Err)
 		}
 	}
 	if c.buffered < 0 {
@@ -57,11 +67,10 @@ func (c *coordinator) onProcessed(r *process.Report) {
 }
 
 func (c *coordinator) onCommit(r *commit.Result) {
-	if !c.committing || r.Batch.ID() != c.commitID {
+	if _, ok := c.committer.answer(r.Batch.ID(), 0); !ok {
 		c.ignore("commit result with no commit in flight")
 		return
 	}
-	c.committing = false
 	current := c.active && r.Batch.Generation() == c.gen
 	err := r.Err
 	switch {
@@ -83,10 +92,10 @@ func (c *coordinator) onCommit(r *commit.Result) {
 			zap.Int32("generation", int32(r.Batch.Generation())), zap.Error(err))
 	default:
 		c.stats.commitErrors.Add(1)
-		c.log.Warn("commit failed; retrying at the next interval", zap.Int32("generation", int32(r.Batch.Generation())),
+		c.log.Warn("commit failed; retrying after commit_interval", zap.Int32("generation", int32(r.Batch.Generation())),
 			zap.Int("partitions", r.Batch.Len()), zap.Error(err))
 		if current {
-			c.commitDue = true
+			c.dirty = true
 		}
 	}
 	if c.revoking && c.finalCommit {
@@ -104,12 +113,12 @@ func (c *coordinator) onFlush(e *flushEvent) {
 		return
 	}
 	c.flushes = append(c.flushes, e.done)
-	c.commitDue = true
 }
 
 // sendCommit sends a commit of every partition whose watermark moved past
 // its committed offset. It reports whether a commit was sent.
 func (c *coordinator) sendCommit() bool {
+	c.dirty = false
 	if c.store == nil || c.fenced || c.out.commit == nil {
 		return false
 	}
@@ -125,9 +134,9 @@ func (c *coordinator) sendCommit() bool {
 	if len(entries) == 0 {
 		return false
 	}
-	c.committing = true
 	cb := offsetstore.NewCommitBatch(c.gen, entries)
-	c.commitID = cb.ID()
+	c.committer.start(cb.ID(), nil)
+	c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
 	c.out.commit(commit.Request{Batch: cb, Store: c.store})
 	return true
 }

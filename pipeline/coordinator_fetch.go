@@ -12,20 +12,27 @@ import (
 func (c *coordinator) onFetch(r *fetch.Result) {
 	req := r.Request
 	b := c.brokers[fetcherKey{req.Broker(), req.Lane()}]
-	if b == nil || b.idle || b.batch != req.ID() || len(b.inflight) != req.Len() || len(r.Partitions) != req.Len() {
+	if b == nil {
 		c.ignore("fetch result that matches no fetch in flight", zap.Int32("broker", req.Broker()))
 		return
 	}
-	b.idle = true
+	slots, ok := b.flight.answer(req.ID(), req.Len())
+	if !ok {
+		c.ignore("fetch result that matches no fetch in flight", zap.Int32("broker", req.Broker()))
+		return
+	}
 	c.reserved -= b.reserved
 	b.reserved = 0
 	current := req.Generation() == c.gen && c.active
-	for i := range r.Partitions {
-		pr := &r.Partitions[i]
+	for i := range slots {
+		pr := &fetch.PartitionResult{Outcome: fetch.Retriable, Err: errMisaligned}
+		if len(r.Partitions) == len(slots) {
+			pr = &r.Partitions[i]
+		}
 		// The result answers the batch in flight (its ID matched), so
 		// slot i is the partition that was fetched: a slot with an
 		// operation in flight is never reused (see release).
-		p := c.slots[b.inflight[i]]
+		p := c.slots[slots[i]]
 		if p == nil || p.op != opFetch || p.fetcher != b {
 			c.ignore("fetch result of a partition with no fetch in flight", zap.Stringer("partition", req.At(i).Partition))
 			continue
@@ -67,7 +74,6 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			}
 		}
 	}
-	b.inflight = b.inflight[:0]
 }
 
 func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) {
@@ -94,6 +100,7 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) {
 		// Only offsets without records (transaction markers): nothing
 		// to process, the span is done.
 		_ = p.wm.Mark(c.gen, p.epoch, offsetstore.Span{Start: at, End: pr.Next})
+		c.dirty = true
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
 	c.makeReady(p)
@@ -159,8 +166,9 @@ func (c *coordinator) makeReady(p *partition) {
 		k := fetcherKey{broker: p.leader, lane: p.slot % c.cfg.fetchLanes}
 		b = c.brokers[k]
 		if b == nil {
-			b = &fetcher{id: k.broker, lane: k.lane, idle: true}
+			b = &fetcher{id: k.broker, lane: k.lane}
 			c.brokers[k] = b
+			c.fetchers = append(c.fetchers, b)
 		}
 		p.leaderF = b
 	}
@@ -168,17 +176,19 @@ func (c *coordinator) makeReady(p *partition) {
 	p.queued = true
 }
 
+// planFetch sends b a fetch of its ready partitions, if the byte budget
+// has room. The fetch reserves what it can return: its partitions times
+// partitionMaxBytes, at most fetchMaxBytes and what is left of the
+// budget, so one fetch (a long poll of idle partitions, say) never holds
+// the budget other brokers need.
 func (c *coordinator) planFetch(b *fetcher) {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
 		return
 	}
-	maxBytes := int64(c.cfg.fetchMaxBytes)
-	if avail < maxBytes {
-		maxBytes = avail
-	}
 	var fb offsetstore.FetchBatchBuilder
 	fb.Grow(len(b.ready))
+	slots := c.scratchSlots[:0]
 	for _, slot := range b.ready {
 		p := c.slots[slot]
 		if p == nil || !p.queued || p.leaderF != b {
@@ -189,17 +199,21 @@ func (c *coordinator) planFetch(b *fetcher) {
 			continue
 		}
 		p.op, p.fetcher = opFetch, b
-		b.inflight = append(b.inflight, slot)
+		slots = append(slots, slot)
 		fb.Add(offsetstore.FetchEntry{Partition: p.tp, Position: p.pos})
 	}
 	b.ready = b.ready[:0]
 	if fb.Len() == 0 {
 		return
 	}
-	b.idle = false
+	maxBytes := min(int64(c.cfg.fetchMaxBytes), avail)
+	if c.cfg.partitionMaxBytes > 0 {
+		maxBytes = min(maxBytes, int64(fb.Len())*int64(c.cfg.partitionMaxBytes))
+	}
 	b.reserved = maxBytes
 	c.reserved += maxBytes
 	batch := fb.Build(b.id, b.lane, c.gen, int32(maxBytes))
-	b.batch = batch.ID()
+	b.flight.start(batch.ID(), slots)
+	c.scratchSlots = slots[:0]
 	c.out.fetch(batch)
 }

@@ -23,7 +23,9 @@ func (c *coordinator) onAssign(e *assignEvent) {
 	}
 	c.gen, c.store, c.active, c.fenced = e.gen, e.store, true, false
 	c.revoking, c.finalCommit, c.finalErr = false, false, nil
-	c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
+	// the first commit of a generation may go out as soon as a
+	// watermark moves: the interval counts from the last commit sent
+	c.nextCommitAt = c.now
 	for _, a := range e.partitions {
 		if _, dup := c.index[a.tp]; dup {
 			c.ignore("partition assigned twice", zap.Stringer("partition", a.tp))
@@ -128,7 +130,7 @@ func (c *coordinator) checkRevoke() {
 			c.log.Warn("revoke: in-flight work did not finish before the drain deadline; committing what is done",
 				zap.Int32("generation", int32(c.gen)))
 		}
-		if c.committing {
+		if c.committer.busy() {
 			if c.now.Before(e.deadline) {
 				return // wait for the periodic commit in flight first
 			}
@@ -138,11 +140,11 @@ func (c *coordinator) checkRevoke() {
 		}
 		c.finalCommit = true
 	}
-	if c.committing && c.now.Before(e.deadline) {
+	if c.committer.busy() && c.now.Before(e.deadline) {
 		return
 	}
 	var err error
-	if c.committing {
+	if c.committer.busy() {
 		err = fmt.Errorf("revoke of generation %d: final commit not acknowledged before the deadline", c.gen)
 	} else if c.finalErr != nil {
 		err = c.finalErr
@@ -156,9 +158,13 @@ func (c *coordinator) checkRevoke() {
 // zombie until the result comes back, so a new owner of the same
 // partition never has two operations in flight.
 func (c *coordinator) release(cause error) {
+	var stopped []PartitionStopped
 	for slot, p := range c.slots {
 		if p == nil || p.zombie {
 			continue
+		}
+		if p.state == Stopped {
+			stopped = append(stopped, PartitionStopped{Partition: p.tp, Err: p.stopErr})
 		}
 		if cause != nil {
 			c.fenceProcessing(p)
@@ -173,17 +179,20 @@ func (c *coordinator) release(cause error) {
 		c.free = append(c.free, slot)
 	}
 	clear(c.index)
-	for _, b := range c.brokers {
+	for _, b := range c.fetchers {
 		b.ready = b.ready[:0]
 	}
-	c.resolving = c.resolving[:0]
+	// The lookup, fetches and commit in flight stay in flight: their
+	// answers free the workers (and bury the zombies).
 	c.stats.bufferedBytes.Store(c.buffered)
 	for _, f := range c.flushes {
 		reply(f, errors.New("generation ended before the commit"))
 	}
 	c.flushes = nil
 	c.active, c.revoking, c.revoke, c.store = false, false, nil, nil
-	c.commitDue = false
+	c.dirty = false
+	c.stats.stoppedPartitions.Store(0)
+	c.stats.stoppedAtRelease.Store(&stopped)
 }
 
 // bury frees a zombie whose last operation came back, and lets the

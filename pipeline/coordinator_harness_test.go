@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"cmp"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,8 +50,15 @@ func newCoordHarness(t harnessT, cfg coordinatorConfig) *coordHarness {
 		log, _ = zap.NewDevelopment()
 	}
 	h.c = newCoordinator(cfg, coordinatorOutputs{
-		resolve:  func(b offsetstore.ResolveBatch) { h.resolves = append(h.resolves, b) },
-		fetch:    func(b offsetstore.FetchBatch) { h.fetches = append(h.fetches, b) },
+		resolve: func(b offsetstore.ResolveBatch) { h.resolves = append(h.resolves, b) },
+		fetch: func(b offsetstore.FetchBatch) {
+			// in broker and lane order, whatever order the coordinator
+			// planned them in, so a rapid run replays
+			i, _ := slices.BinarySearchFunc(h.fetches, b, func(x, y offsetstore.FetchBatch) int {
+				return cmp.Or(cmp.Compare(x.Broker(), y.Broker()), cmp.Compare(x.Lane(), y.Lane()), 1)
+			})
+			h.fetches = slices.Insert(h.fetches, i, b)
+		},
 		commit:   func(r commit.Request) { h.commits = append(h.commits, r) },
 		metadata: func() { h.metadata++ },
 	}, log, nil, h.now)
@@ -174,7 +183,11 @@ func (h *coordHarness) completeAll() {
 			}
 		}
 		for _, b := range m.Batches {
-			rep.Completions = append(rep.Completions, process.Completion{Batch: b, Dropped: b.Epoch() <= fenced[b.Partition()]})
+			c := process.Completion{Batch: b, FinishedBelow: b.Span().End}
+			if b.Epoch() <= fenced[b.Partition()] {
+				c.FinishedBelow = b.Span().Start
+			}
+			rep.Completions = append(rep.Completions, c)
 		}
 	}
 	h.messages = nil
@@ -200,6 +213,9 @@ func (h *coordHarness) checkStructure() {
 		seen[p.tp] = true
 		if c.index[p.tp] != slot {
 			h.t.Fatalf("partition %s: index says slot %d, is in %d", p.tp, c.index[p.tp], slot)
+		}
+		if p.state != Stopped && p.stopErr != nil {
+			h.t.Fatalf("partition %s is %v but keeps a stop error: %v", p.tp, p.state, p.stopErr)
 		}
 		switch p.state {
 		case Fetching:

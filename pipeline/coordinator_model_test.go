@@ -343,12 +343,15 @@ func (m *model) Complete(t *rapid.T) {
 	i := rapid.IntRange(0, len(m.out)-1).Draw(t, "batch")
 	o := m.out[i]
 	m.out = append(m.out[:i], m.out[i+1:]...)
-	cp := process.Completion{Batch: o.b, Dropped: o.fenced}
 	sp := o.b.Span()
+	cp := process.Completion{Batch: o.b, FinishedBelow: sp.End}
+	if o.fenced {
+		cp.FinishedBelow = sp.Start
+	}
 	if !o.fenced && rapid.IntRange(0, 19).Draw(t, "stop") == 0 {
 		cp.Err = errors.New("record rejected and dead_letter policy is stop")
-		cp.Failed = sp.Start + int64(rapid.IntRange(0, int(sp.Len())-1).Draw(t, "failed at"))
-		sp.End = cp.Failed
+		cp.FinishedBelow = sp.Start + int64(rapid.IntRange(0, int(sp.Len())-1).Draw(t, "failed at"))
+		sp.End = cp.FinishedBelow
 	}
 	before := m.snap()
 	stale := true // a mark the watermark must refuse: other generation, or before a data-loss restart
@@ -480,7 +483,12 @@ func (m *model) afterStep(t *rapid.T) {
 				m.covered[r.Partition] = map[int64]bool{}
 				m.committed[r.Partition] = -1
 			} else if r.From >= 0 {
-				for o := r.From; o < r.To; o++ {
+				from := r.From
+				if r.Reason == offsetstore.ReasonSeek && m.lastC[r.Partition] >= 0 {
+					// a seek skips from the committable offset
+					from = min(from, m.lastC[r.Partition])
+				}
+				for o := from; o < r.To; o++ {
 					m.covered[r.Partition][o] = true
 				}
 			} else if m.base[r.Partition] < 0 {

@@ -28,8 +28,13 @@ func (c *coordinator) onSeek(e *seekEvent) error {
 		return fmt.Errorf("seek %s: a committed request cannot be sought; use Exact", e.tp)
 	}
 	from := p.currentOffset()
+	if p.state == Stopped {
+		c.stats.stoppedPartitions.Add(-1)
+	}
 	c.newEpoch(p)
+	p.seekEpoch = p.epoch
 	p.seek, p.from = true, from
+	p.stopErr = nil
 	p.retryAt = time.Time{}
 	p.failures = 0
 	if off, ok := e.req.Offset(); ok && !c.cfg.validate {
@@ -50,7 +55,6 @@ func (c *coordinator) onSeek(e *seekEvent) error {
 	} else {
 		p.req, p.state = e.req, AwaitReset
 	}
-	p.stopErr = nil
 	c.needResolve = true
 	return nil
 }
@@ -72,10 +76,6 @@ func (c *coordinator) onPause(e *pauseEvent) {
 func (c *coordinator) onTick(now time.Time) {
 	if now.After(c.now) {
 		c.now = now
-	}
-	if c.active && c.cfg.commitInterval > 0 && !c.now.Before(c.nextCommitAt) {
-		c.commitDue = true
-		c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
 	}
 	if c.retryPending {
 		c.retryPending = false

@@ -4,6 +4,8 @@ package pipeline
 // the watermark across resets.
 
 import (
+	"errors"
+
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
@@ -13,16 +15,19 @@ import (
 
 func (c *coordinator) onResolve(r *resolve.Result) {
 	req := r.Request
-	if c.resolverIdle || c.resolveID != req.ID() || len(c.resolving) != req.Len() || len(r.Partitions) != req.Len() {
+	slots, ok := c.resolver.answer(req.ID(), req.Len())
+	if !ok {
 		c.ignore("resolve result that matches no lookup in flight")
 		return
 	}
-	c.resolverIdle = true
 	current := req.Generation() == c.gen && c.active
-	for i := range r.Partitions {
+	for i, slot := range slots {
 		e := req.At(i)
-		pr := &r.Partitions[i]
-		p := c.lookup(c.resolving[i], e.Partition)
+		pr := &resolve.PartitionResult{Err: errMisaligned, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+		if len(r.Partitions) == len(slots) {
+			pr = &r.Partitions[i]
+		}
+		p := c.lookup(slot, e.Partition)
 		if p == nil || p.op != opResolve {
 			c.stale("lookup result of a partition no longer assigned", e.Partition)
 			continue
@@ -56,8 +61,11 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 		p.failures = 0
 		c.resolved(p, pr)
 	}
-	c.resolving = c.resolving[:0]
 }
+
+// errMisaligned is the error of every entry of a result that does not
+// have one answer per entry of its request.
+var errMisaligned = errors.New("result does not answer every entry of its request")
 
 // resolved decides where p starts, given the log bounds.
 func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
@@ -101,6 +109,10 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	default: // an offset to validate
 		off, _ := p.req.Offset()
 		switch {
+		case p.seek:
+			// a sought offset outside the log is clamped to it (the
+			// event's log bounds say so)
+			to, reason = min(max(off, ls), hw), offsetstore.ReasonSeek
 		case off < ls:
 			to, reason = ls, offsetstore.ReasonBelowLogStart
 		case off > hw:
@@ -111,9 +123,6 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 			}
 		default:
 			to = off
-			if p.seek {
-				reason = offsetstore.ReasonSeek
-			}
 		}
 	}
 	if reason == 0 {
@@ -149,14 +158,24 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 // data-loss reset restarts the watermark at the new position, even
 // backwards, and forgets the committed offset so the next commit writes
 // it: the old offsets name records that no longer exist.
+//
+// A seek (p.seek) is the application's decision about where the
+// partition goes on, so it skips from the committable offset, not from
+// the position: offsets below the target that are in flight still run,
+// but the commit no longer waits for them, and a record among them that
+// fails does not stop the partition (see onProcessed). Offsets from the
+// target on are fetched again.
 func (c *coordinator) moveWatermark(p *partition, from, to int64, dataLoss bool) {
-	switch _, set := p.wm.Committable(); {
+	c.dirty = true
+	switch committable, set := p.wm.Committable(); {
 	case !set || p.wm.Generation() != c.gen:
 		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, to)
 	case dataLoss:
 		p.wm.Restart(p.epoch, to)
 		p.committed = -1
-	case from >= 0 && to > from:
+	case p.seek && to > committable:
+		p.wm.Skip(offsetstore.Span{Start: committable, End: to})
+	case !p.seek && from >= 0 && to > from:
 		p.wm.Skip(offsetstore.Span{Start: from, End: to})
 	}
 }
@@ -188,10 +207,15 @@ func (c *coordinator) startFetching(p *partition, offset int64) {
 	if _, set := p.wm.Committable(); !set || p.wm.Generation() != c.gen {
 		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, offset)
 	}
+	c.dirty = true
 	c.makeReady(p)
 }
 
 func (c *coordinator) stop(p *partition, err error) {
+	if p.state != Stopped {
+		c.stats.stoppedPartitions.Add(1)
+	}
+	c.stats.stops.Add(1)
 	p.state, p.stopErr = Stopped, err
 	p.req = offsetstore.StartRequest{}
 	c.notices = append(c.notices, Notice{Stopped: &PartitionStopped{Partition: p.tp, Err: err}})
@@ -200,21 +224,21 @@ func (c *coordinator) stop(p *partition, err error) {
 
 func (c *coordinator) planResolve() {
 	entries := c.scratchR[:0]
+	slots := c.scratchSlots[:0]
 	c.needResolve = false
 	for _, p := range c.slots {
 		if p == nil || p.zombie || !p.needsResolve(c) {
 			continue
 		}
 		p.op = opResolve
-		c.resolving = append(c.resolving, p.slot)
+		slots = append(slots, p.slot)
 		entries = append(entries, offsetstore.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch})
 	}
-	c.scratchR = entries[:0]
+	c.scratchR, c.scratchSlots = entries[:0], slots[:0]
 	if len(entries) == 0 {
 		return
 	}
-	c.resolverIdle = false
 	rb := offsetstore.NewResolveBatch(c.gen, entries)
-	c.resolveID = rb.ID()
+	c.resolver.start(rb.ID(), slots)
 	c.out.resolve(rb)
 }

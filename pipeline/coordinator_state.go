@@ -72,6 +72,9 @@ type partition struct {
 	// or current offset), -1 if none.
 	from  int64
 	epoch offsetstore.Epoch
+	// seekEpoch is the epoch the last Seek gave the partition: batches
+	// handed out in older epochs were handed out before it.
+	seekEpoch offsetstore.Epoch
 
 	op       op
 	fetcher  *fetcher // fetcher of the fetch in flight
@@ -132,13 +135,16 @@ func (p *partition) complete(bt *fetch.Batch) (h handout, ok bool) {
 
 // currentOffset is where the partition is, for the From of a reset
 // event: its position; for a stopped partition, where processing stopped
-// (its watermark); else the offset it waits to validate, else its
-// watermark; -1 if it never had one.
+// (its watermark); while a seek is pending, where that seek started from;
+// else the offset it waits to validate (committed, or called out of
+// range), else its watermark; -1 if it never had one.
 func (p *partition) currentOffset() int64 {
 	switch {
 	case p.state == Stopped:
 	case p.hasPos:
 		return p.pos.Offset()
+	case p.seek:
+		return p.from
 	case p.state == AwaitValidation:
 		off, _ := p.req.Offset()
 		return off
@@ -179,11 +185,9 @@ type fetcherKey struct {
 type fetcher struct {
 	id       int32 // broker
 	lane     int
-	idle     bool
-	ready    []int               // slots of fetchable partitions it fetches next
-	batch    offsetstore.BatchID // the fetch in flight
-	inflight []int               // slots of the fetch in flight, aligned with its entries
-	reserved int64               // bytes the fetch in flight may return
+	ready    []int    // slots of fetchable partitions it fetches next
+	flight   inFlight // the fetch in flight
+	reserved int64    // bytes the fetch in flight may return
 }
 
 // PartitionStatus is a snapshot of one assigned partition.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
@@ -22,6 +23,12 @@ type member struct {
 	conn *connection
 	loop *coordinatorLoop
 	log  *zap.Logger
+	// finalErr is the error of the revoke that ended the last generation
+	// on shutdown (its final commit failed), nil if it succeeded.
+	finalErr error
+	// commits are commit calls still running in kafka-go (bounded by its
+	// own timeout); run waits for them before it returns.
+	commits conc.WaitGroup
 }
 
 // run is the membership loop. It returns when ctx ends (after the last
@@ -55,6 +62,7 @@ func (m *member) run(ctx context.Context) error {
 	defer func() {
 		stop()
 		_ = cg.Close()
+		m.commits.Wait()
 	}()
 	failures := 0
 	for {
@@ -118,7 +126,7 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 		})
 		m.log.Info("generation started", zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID),
 			zap.String("member", gen.MemberID), zap.Int("partitions", len(parts)))
-		store := &generationStore{gen: gen, id: id}
+		store := &generationStore{gen: gen, id: id, calls: &m.commits}
 		if !m.loop.send(ctx, &assignEvent{gen: id, store: store, partitions: parts}) {
 			return
 		}
@@ -130,13 +138,22 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 		// and commit within the rebalance timeout or the shutdown
 		// deadline.
 		now := time.Now()
-		deadline := now.Add(m.cfg.Consumer.RebalanceTimeout * 3 / 4)
-		if ctx.Err() != nil {
+		stopping := ctx.Err() != nil
+		total := m.cfg.Consumer.RebalanceTimeout * 3 / 4
+		if stopping {
 			// graceful stop: the run's hard deadline is ShutdownTimeout
-			// after ctx ended
-			deadline = now.Add(m.cfg.ShutdownTimeout - m.cfg.ShutdownTimeout/20)
+			// after ctx ended; keep a little of it to leave the group
+			total = m.cfg.ShutdownTimeout - m.cfg.ShutdownTimeout/20
 		}
-		drainBy := now.Add(deadline.Sub(now) * 2 / 3)
+		deadline := now.Add(total)
+		drainBy := now.Add(total * 2 / 3)
+		what := "rebalance: revoking partitions"
+		if stopping {
+			what = "stopping"
+		}
+		m.log.Info(what+": in-flight records may finish until the drain deadline, then the processed offsets are committed",
+			zap.Int32("generation", gen.ID), zap.Duration("drain_deadline", drainBy.Sub(now).Round(time.Millisecond)),
+			zap.Duration("commit_deadline", total.Round(time.Millisecond)))
 		ev := &revokeEvent{gen: id, drainBy: drainBy, deadline: deadline, done: make(chan error, 1)}
 		rctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
 		defer cancel()
@@ -145,21 +162,29 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 		}
 		select {
 		case err := <-ev.done:
+			if stopping {
+				m.finalErr = err
+			}
 			if err != nil {
 				m.log.Warn("revoke finished with an error", zap.Int32("generation", gen.ID), zap.Error(err))
 			} else {
 				m.log.Info("generation ended: in-flight work drained and committed", zap.Int32("generation", gen.ID))
 			}
 		case <-rctx.Done():
-			m.log.Warn("revoke did not finish before its deadline", zap.Int32("generation", gen.ID))
+			err := fmt.Errorf("revoke of generation %d did not finish before its deadline", gen.ID)
+			if stopping {
+				m.finalErr = err
+			}
+			m.log.Warn(err.Error())
 		}
 	})
 }
 
 // generationStore commits offsets under one group generation.
 type generationStore struct {
-	gen *kafka.Generation
-	id  offsetstore.Generation
+	gen   *kafka.Generation
+	id    offsetstore.Generation
+	calls *conc.WaitGroup
 }
 
 // Commit implements offsetstore.CommitStore.
@@ -178,7 +203,16 @@ func (s *generationStore) Commit(ctx context.Context, b offsetstore.CommitBatch)
 		}
 		offsets[e.Partition.Topic][int(e.Partition.Partition)] = e.Offset
 	}
-	err := s.gen.CommitOffsets(offsets)
+	// kafka-go's commit takes no context; it is bounded by the group's
+	// Timeout (kafka.dial_timeout). Stop waiting for it when ctx ends.
+	res := make(chan error, 1)
+	s.calls.Go(func() { res <- s.gen.CommitOffsets(offsets) })
+	var err error
+	select {
+	case err = <-res:
+	case <-ctx.Done():
+		return fmt.Errorf("commit not acknowledged in time: %w", ctx.Err())
+	}
 	var ke kafka.Error
 	if errors.As(err, &ke) {
 		switch ke {

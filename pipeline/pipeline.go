@@ -52,6 +52,7 @@ type Pipeline struct {
 	onReset func(offsetstore.ResetEvent)
 	onStop  func(PartitionStopped)
 	sink    process.DeadLetterSink
+	outputs []string
 	tick    time.Duration
 
 	started   atomic.Bool
@@ -87,6 +88,15 @@ func OnPartitionStopped(fn func(PartitionStopped)) Option {
 // topic; unless DeadLetterConfig.Policy says otherwise, the policy becomes
 // "topic" (dead-letter and continue).
 func WithDeadLetterSink(s process.DeadLetterSink) Option { return func(p *Pipeline) { p.sink = s } }
+
+// WithOutputTopics names topics the stages write to. Run checks at start
+// that they exist, as it does for the consumed topics and the
+// dead-letter topic, and fails with a clear error if one does not (or
+// creates it, with kafka.create_topics). Without it, a stage writing to a
+// missing topic would retry forever.
+func WithOutputTopics(topics ...string) Option {
+	return func(p *Pipeline) { p.outputs = append(p.outputs, topics...) }
+}
 
 // New checks cfg and returns a Pipeline. It does not connect to Kafka;
 // Run does.
@@ -149,10 +159,17 @@ func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
 }
 
 // Seek moves a partition this member owns to where req says: Exact(n),
-// Earliest(), Latest() or AtTime(t). Records already handed to the stages
-// finish; fetching continues from the new position, and a reset event
-// (reason seek) reports the move. A stopped partition restarts. It fails
-// with ErrNotAssigned if the partition is not assigned here now.
+// Earliest(), Latest() or AtTime(t). Fetching continues from the new
+// position, and a reset event (reason seek) reports the move; with offset
+// validation on (the default), an offset outside the log is clamped to
+// its bounds. A stopped partition restarts.
+//
+// Records already handed to the stages still run, but the commit no
+// longer waits for them: a seek forward commits the new position, and a
+// record handed out before the seek that fails does not stop the
+// partition (the records below the new position are skipped by the seek,
+// those from it on are fetched again). It fails with ErrNotAssigned if
+// the partition is not assigned here now.
 func (p *Pipeline) Seek(ctx context.Context, tp offsetstore.TopicPartition, req offsetstore.StartRequest) error {
 	done := make(chan error, 1)
 	return p.await(ctx, &seekEvent{tp: tp, req: req, done: done}, done)
@@ -199,11 +216,16 @@ func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
 
 // Run consumes until ctx ends, then stops gracefully within
 // ShutdownTimeout: it stops fetching, lets the stages finish the records
-// they hold, commits the processed offsets, and leaves the group. It
-// returns nil after a graceful stop, or an error if the pipeline could
-// not start (the cluster is unreachable within kafka.dial_timeout, a
-// topic does not exist). A Pipeline runs once. When Run returns, it has
-// closed every stage that implements stages.Closer.
+// they hold, commits the processed offsets, and leaves the group.
+//
+// It returns nil after a graceful stop with every partition healthy. It
+// returns an error if the pipeline could not start (the cluster is
+// unreachable within kafka.dial_timeout, a consumed, output or
+// dead-letter topic does not exist), if the shutdown deadline passed
+// before in-flight records finished, if the final commit failed, or a
+// *StoppedPartitionsError if partitions were stopped when it ended. A
+// Pipeline runs once. When Run returns, it has closed every stage that
+// implements stages.Closer.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted

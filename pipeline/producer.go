@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -15,6 +17,11 @@ import (
 // concurrent writes. It implements stages.Producer and
 // process.DeadLetterSink. Records go to the partition their key hashes to
 // (records without a key are spread round-robin).
+//
+// An error that writing the same records again cannot fix (a record
+// larger than the topic accepts, an invalid record, no permission to
+// write the topic) is marked stages.Permanent, so the pipeline does not
+// retry it: it dead-letters the record or stops the partition.
 type Producer struct {
 	w         *kafka.Writer
 	transport *kafka.Transport
@@ -57,9 +64,47 @@ func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
 		msgs[i] = toMessage(r)
 	}
 	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("produce to %q: %w", p.w.Topic, err)
+		err = fmt.Errorf("produce to %q: %w", p.w.Topic, err)
+		if permanentProduceError(err) {
+			return stages.Permanent(err)
+		}
+		return err
 	}
 	return nil
+}
+
+// permanentProduceErrors are broker answers that writing the same records
+// again will not change.
+var permanentProduceErrors = []kafka.Error{
+	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
+	kafka.InvalidTopic, kafka.TopicAuthorizationFailed, kafka.PolicyViolation,
+	kafka.UnsupportedForMessageFormat,
+}
+
+// permanentProduceError reports whether err (a WriteMessages error) is
+// one retrying cannot fix: a record too large for the writer, or a
+// permanent broker error for every record that failed.
+func permanentProduceError(err error) bool {
+	var tooLarge kafka.MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		return true
+	}
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) {
+		failed := 0
+		for _, e := range werrs {
+			if e == nil {
+				continue
+			}
+			failed++
+			if !permanentProduceError(e) {
+				return false
+			}
+		}
+		return failed > 0
+	}
+	var ke kafka.Error
+	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
 }
 
 // Send implements process.DeadLetterSink.
@@ -67,10 +112,8 @@ func (p *Producer) Send(ctx context.Context, records []stages.Record) error {
 	return p.Produce(ctx, records)
 }
 
-// Close flushes and releases the producer's connections. (The Writer
-// does not close a Transport it was given: without CloseIdleConnections
-// the transport's connection pool and its goroutines outlive the
-// producer.)
+// Close flushes and releases the producer's connections (kafka-go's
+// Writer does not close a Transport it was given, so Close does).
 func (p *Producer) Close() error {
 	err := p.w.Close()
 	p.transport.CloseIdleConnections()

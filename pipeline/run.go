@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/createtopics"
 	meta "github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
@@ -34,7 +37,10 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, p.cfg.Consumer.Topics)}
+	// The transport answers Metadata requests from its cache of these
+	// topics: the consumed ones and the ones checked at start.
+	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
+	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
 	if err := r.checkCluster(ctx); err != nil {
 		r.transport.CloseIdleConnections()
 		return nil, err
@@ -47,13 +53,32 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	return r, nil
 }
 
+// outputTopics are the topics the pipeline writes to: its dead-letter
+// topic, and the topics WithOutputTopics named.
+func (p *Pipeline) outputTopics() []string {
+	var out []string
+	if p.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
+		out = append(out, p.cfg.DeadLetter.Topic)
+	}
+	for _, t := range p.outputs {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // checkCluster fails fast, with a message saying what to check, when the
-// brokers cannot be reached or a topic does not exist.
+// brokers cannot be reached, a consumed topic does not exist, or an
+// output or dead-letter topic does not exist (unless kafka.create_topics
+// asks to create those).
 func (r *runner) checkCluster(ctx context.Context) error {
 	cfg := r.p.cfg
 	cctx, cancel := context.WithTimeout(ctx, cfg.Kafka.DialTimeout)
 	defer cancel()
-	m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: cfg.Consumer.Topics})
+	outputs := r.p.outputTopics()
+	topics := append(slices.Clone(cfg.Consumer.Topics), outputs...)
+	m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: topics})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -66,15 +91,57 @@ func (r *runner) checkCluster(ctx context.Context) error {
 		return fmt.Errorf("unexpected metadata response %T", m)
 	}
 	var errs []error
+	var create []string
 	for _, t := range resp.Topics {
-		switch {
-		case t.ErrorCode == int16(kafka.UnknownTopicOrPartition):
-			errs = append(errs, fmt.Errorf("consumer.topics: topic %q does not exist (create it, or check the name)", t.Name))
-		case t.ErrorCode == int16(kafka.TopicAuthorizationFailed):
-			errs = append(errs, fmt.Errorf("consumer.topics: not authorized to read topic %q (check the topic ACLs)", t.Name))
-		case t.ErrorCode != 0:
-			errs = append(errs, fmt.Errorf("consumer.topics: topic %q: %w", t.Name, kafka.Error(t.ErrorCode)))
+		what, key := "read", "consumer.topics"
+		if !slices.Contains(cfg.Consumer.Topics, t.Name) {
+			what, key = "write", "output topic"
+			if cfg.DeadLetter.Topic == t.Name {
+				key = "dead_letter.topic"
+			}
 		}
+		switch {
+		case t.ErrorCode == int16(kafka.UnknownTopicOrPartition) && what == "write" && cfg.Kafka.CreateTopics:
+			create = append(create, t.Name)
+		case t.ErrorCode == int16(kafka.UnknownTopicOrPartition) && what == "write":
+			errs = append(errs, fmt.Errorf("%s: topic %q does not exist (create it, or set kafka.create_topics: true to create missing output topics at start)", key, t.Name))
+		case t.ErrorCode == int16(kafka.UnknownTopicOrPartition):
+			errs = append(errs, fmt.Errorf("%s: topic %q does not exist (create it, or check the name)", key, t.Name))
+		case t.ErrorCode == int16(kafka.TopicAuthorizationFailed):
+			errs = append(errs, fmt.Errorf("%s: not authorized to %s topic %q (check the topic ACLs)", key, what, t.Name))
+		case t.ErrorCode != 0:
+			errs = append(errs, fmt.Errorf("%s: topic %q: %w", key, t.Name, kafka.Error(t.ErrorCode)))
+		}
+	}
+	if len(errs) == 0 && len(create) > 0 {
+		errs = append(errs, r.createTopics(cctx, create))
+	}
+	return errors.Join(errs...)
+}
+
+// createTopics creates output topics with the broker's default
+// partitions and replication factor.
+func (r *runner) createTopics(ctx context.Context, names []string) error {
+	req := &createtopics.Request{TimeoutMs: int32(r.p.cfg.Kafka.DialTimeout / time.Millisecond)}
+	for _, n := range names {
+		req.Topics = append(req.Topics, createtopics.RequestTopic{Name: n, NumPartitions: -1, ReplicationFactor: -1})
+	}
+	m, err := r.transport.RoundTrip(ctx, r.conn.addr(), req)
+	if err != nil {
+		return fmt.Errorf("kafka.create_topics: creating %v: %w", names, err)
+	}
+	resp, ok := m.(*createtopics.Response)
+	if !ok {
+		return fmt.Errorf("kafka.create_topics: unexpected response %T", m)
+	}
+	var errs []error
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 && t.ErrorCode != int16(kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("kafka.create_topics: creating topic %q: %w (check the principal may create topics, or create it yourself)",
+				t.Name, kafka.Error(t.ErrorCode)))
+			continue
+		}
+		r.p.log.Info("created output topic", zap.String("topic", t.Name))
 	}
 	return errors.Join(errs...)
 }
@@ -91,10 +158,7 @@ func (r *runner) run(ctx context.Context) error {
 	// is done, or at the shutdown deadline.
 	runCtx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopTimer := context.AfterFunc(ctx, func() {
-		log.Info("stopping: draining in-flight records and committing", zap.Duration("deadline", cfg.ShutdownTimeout))
-		time.AfterFunc(cfg.ShutdownTimeout, cancel)
-	})
+	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.ShutdownTimeout, cancel) })
 	defer stopTimer()
 
 	fetcher, err := fetch.NewFetcher(fetch.Config{
@@ -121,18 +185,19 @@ func (r *runner) run(ctx context.Context) error {
 	fetchers := map[fetcherKey]chan fetchJob{}
 	// fetchCtx is the context of the fetches sent since the last abort;
 	// only the coordinator goroutine (through its outputs) touches it.
+	// runCtx's end cancels every fetch context too.
 	fetchCtx, abortFetches := context.WithCancel(runCtx)
-	defer func() { abortFetches() }()
 
 	var loop *coordinatorLoop
 	coord := newCoordinator(coordinatorConfig{
-		policy:          cfg.Consumer.AutoOffsetReset,
-		validate:        !cfg.Consumer.SkipOffsetValidation,
-		commitInterval:  cfg.Consumer.CommitInterval,
-		budget:          int64(cfg.Consumer.BufferBytes),
-		fetchMaxBytes:   int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
-		fetchLanes:      cfg.Consumer.FetchConcurrency,
-		metadataBackoff: 100 * time.Millisecond,
+		policy:            cfg.Consumer.AutoOffsetReset,
+		validate:          !cfg.Consumer.SkipOffsetValidation,
+		commitInterval:    cfg.Consumer.CommitInterval,
+		budget:            int64(cfg.Consumer.BufferBytes),
+		fetchMaxBytes:     int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
+		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
+		fetchLanes:        cfg.Consumer.FetchConcurrency,
+		metadataBackoff:   100 * time.Millisecond,
 	}, coordinatorOutputs{
 		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
 		commit:   func(c commit.Request) { commitCh <- c },
@@ -163,8 +228,10 @@ func (r *runner) run(ctx context.Context) error {
 			Retries: cfg.DeadLetter.Retries, Backoff: cfg.DeadLetter.Backoff,
 			Stop: cfg.DeadLetter.Policy == DeadLetterStop, Sink: r.sink,
 		},
+		Timeout:      cfg.Consumer.ProcessingTimeout,
 		Log:          log,
 		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
+		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
 	}
 	processor := process.NewProcessor(process.Config{
 		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
@@ -192,8 +259,48 @@ func (r *runner) run(ctx context.Context) error {
 	if runCtx.Err() != nil {
 		return fmt.Errorf("stopped at the shutdown deadline (%v) before in-flight records finished; they are redelivered after restart", cfg.ShutdownTimeout)
 	}
+	if m.finalErr != nil {
+		return fmt.Errorf("the final commit failed: %w (records processed since the last successful commit are redelivered after restart)", m.finalErr)
+	}
+	if st := p.stats.coord.stoppedAtRelease.Load(); st != nil && len(*st) > 0 {
+		err := &StoppedPartitionsError{Partitions: *st}
+		log.Error("stopped with stopped partitions", zap.Error(err))
+		return err
+	}
 	log.Info("stopped")
 	return nil
+}
+
+// StoppedPartitionsError is what Run returns after a graceful stop that
+// left partitions stopped: a record failed under dead_letter policy stop,
+// could not be written to the dead-letter topic, or auto_offset_reset
+// none found no valid offset. Each partition's commit stops before the
+// record that stopped it; fix the cause, then seek past the record or
+// restart.
+type StoppedPartitionsError struct {
+	Partitions []PartitionStopped
+}
+
+func (e *StoppedPartitionsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d partition(s) stopped", len(e.Partitions))
+	for i, s := range e.Partitions {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Partitions)-3)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %v", s.Partition, s.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the partitions' errors.
+func (e *StoppedPartitionsError) Unwrap() []error {
+	errs := make([]error, len(e.Partitions))
+	for i, s := range e.Partitions {
+		errs[i] = s.Err
+	}
+	return errs
 }
 
 // fetchJob is a fetch and the context it runs in (aborted on revoke).
@@ -231,7 +338,9 @@ func (r *runner) refreshMetadata(ctx context.Context, m *fetch.Metadata, asked <
 	defer t.Stop()
 	refresh := false
 	for {
-		l := m.Leaders(ctx, refresh)
+		lctx, cancel := context.WithTimeout(ctx, r.p.cfg.Kafka.DialTimeout)
+		l := m.Leaders(lctx, refresh)
+		cancel()
 		if ctx.Err() != nil || !loop.send(ctx, l) {
 			return
 		}

@@ -21,6 +21,14 @@ type Stats struct {
 	StaleDropped int64
 	Commits      int64
 	CommitErrors int64
+	// StoppedPartitions is how many assigned partitions are stopped now
+	// (see PartitionStatus.Err for why); Stops counts every stop.
+	StoppedPartitions int64
+	Stops             int64
+	// StuckCalls is how many stage calls are running past
+	// processing_timeout + process.DefaultStuckAfter: their stage ignores its
+	// context, and their partitions wait.
+	StuckCalls int64
 	// Partitions is the state of every partition assigned now.
 	Partitions []PartitionStatus
 }
@@ -29,17 +37,21 @@ type pipelineStats struct {
 	coord       coordinatorStats
 	processed   atomic.Int64
 	deadLetters atomic.Int64
+	stuck       atomic.Int64
 }
 
 func (s *pipelineStats) snapshot() Stats {
 	return Stats{
-		BufferedBytes:    s.coord.bufferedBytes.Load(),
-		MaxBufferedBytes: s.coord.maxBuffered.Load(),
-		RecordsProcessed: s.processed.Load(),
-		DeadLetters:      s.deadLetters.Load(),
-		Resets:           s.coord.resets.Load(),
-		StaleDropped:     s.coord.staleDropped.Load(),
-		Commits:          s.coord.commits.Load(),
-		CommitErrors:     s.coord.commitErrors.Load(),
+		BufferedBytes:     s.coord.bufferedBytes.Load(),
+		MaxBufferedBytes:  s.coord.maxBuffered.Load(),
+		RecordsProcessed:  s.processed.Load(),
+		DeadLetters:       s.deadLetters.Load(),
+		Resets:            s.coord.resets.Load(),
+		StaleDropped:      s.coord.staleDropped.Load(),
+		Commits:           s.coord.commits.Load(),
+		CommitErrors:      s.coord.commitErrors.Load(),
+		StoppedPartitions: s.coord.stoppedPartitions.Load(),
+		Stops:             s.coord.stops.Load(),
+		StuckCalls:        s.stuck.Load(),
 	}
 }

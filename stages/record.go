@@ -21,7 +21,14 @@ type Header struct {
 type Record struct {
 	Topic     string
 	Partition int32
-	Offset    int64 // offset in the source partition; -1 for records a stage created without a source
+	// Offset is the offset of the source record this record is, or
+	// derives from. A record a stage derives from an input keeps the
+	// input's Offset (copying the Record does); the pipeline commits a
+	// source offset only after every record carrying it finished every
+	// stage, so a derived record must never carry a later offset than
+	// its source. -1 (or any offset not in the batch) means unknown:
+	// such a record holds back the commit of its whole batch.
+	Offset    int64
 	Key       []byte
 	Value     []byte
 	Headers   []Header

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,72 +24,149 @@ type NamedStage struct {
 type Chain struct {
 	Stages []NamedStage
 	Policy FailurePolicy
-	Log    *zap.Logger
+	// Timeout bounds one stage call (Process on a batch, or on one record
+	// while failures are isolated). A call still running at Timeout has
+	// its context cancelled and fails like any error: its records are run
+	// one by one, the one that keeps failing is retried and then
+	// dead-lettered or stops its partition. Zero means no limit.
+	Timeout time.Duration
+	Log     *zap.Logger
 	// OnDeadLetter, if set, is called for every record dead-lettered or
 	// dropped by policy (after the sink acknowledged it).
 	OnDeadLetter func(r stages.Record, stage string, err error)
+	// OnStuck, if set, is called with +1 when a stage call has not
+	// returned StuckAfter past its Timeout (the stage ignores its
+	// context and its partition waits for it), and with -1 when such a
+	// call returns at last.
+	OnStuck func(stage string, delta int)
+	// StuckAfter is how long past its Timeout a stage call may run
+	// before it is reported as stuck; default DefaultStuckAfter.
+	StuckAfter time.Duration
 }
 
-// StoppedError is the error of a partition stopped by the failure policy.
+// DefaultStuckAfter is the default Chain.StuckAfter.
+const DefaultStuckAfter = 5 * time.Second
+
+// StoppedError is the error of a partition stopped by the failure policy:
+// a record failed for good under the stop policy, or could not be written
+// to the dead-letter sink either.
+//
+// Offset is where the partition's commit stops: every source record of
+// the run below it finished every stage, and the one at Offset did not.
+// It is usually Failed, the source offset of the record that failed; it is
+// lower when records before that one had not finished (a stage emitted
+// records out of order, or a record whose source is unknown failed).
 type StoppedError struct {
 	Stage  string
-	Offset int64 // source offset of the record that failed
+	Offset int64
+	Failed int64 // source offset of the record that failed, -1 if a stage did not keep it
 	Err    error
 }
 
 func (e *StoppedError) Error() string {
+	var u *UndeliverableError
+	if errors.As(e.Err, &u) {
+		return fmt.Sprintf("record at offset %d failed stage %q and could not be written to the dead-letter topic: %v "+
+			"(check the dead-letter topic's limits and permissions, then seek past the record or restart)", e.Failed, e.Stage, e.Err)
+	}
 	return fmt.Sprintf("stage %q rejected the record at offset %d and dead_letter policy is stop: %v "+
-		"(fix the stage or the record, then seek past it or restart)", e.Stage, e.Offset, e.Err)
+		"(fix the stage or the record, then seek past it or restart)", e.Stage, e.Failed, e.Err)
 }
 
 func (e *StoppedError) Unwrap() error { return e.Err }
+
+// TimeoutError is a stage call that did not finish within Chain.Timeout.
+type TimeoutError struct {
+	Stage   string
+	Timeout time.Duration
+	Records int
+	Err     error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("stage %q did not finish %d record(s) within processing_timeout (%v): %v", e.Stage, e.Records, e.Timeout, e.Err)
+}
+
+func (e *TimeoutError) Unwrap() error { return e.Err }
 
 // errAborted: ctx ended during processing; nothing is marked, the records
 // are redelivered after restart.
 var errAborted = errors.New("processing aborted")
 
-// Run passes records through every stage. It returns the output of the
-// last stage. It fails with a *StoppedError if a record failed and the
-// policy is Stop (records before it are finished), or with an error
-// wrapping ctx's error if ctx ended (nothing may be marked).
+func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted, context.Cause(ctx)) }
+
+// Run passes records (one partition's, in offset order) through every
+// stage and returns the output of the last stage.
+//
+// A record that fails a stage is isolated, retried and dead-lettered, and
+// the others go on. Under the stop policy (or when a record cannot be
+// dead-lettered) Run fails with a *StoppedError: the records before the
+// failing one still run through the remaining stages, so that every
+// source record below StoppedError.Offset has finished every stage, and
+// nothing from the failing record on goes further. Run fails with an
+// error wrapping ctx's error if ctx ended: then nothing may be marked.
+//
+// Source offsets are what derived records carry in stages.Record.Offset;
+// a record whose Offset is not one of the input's counts as derived from
+// the first input record.
 func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Record, error) {
+	var stop *StoppedError
 	in := records
 	for _, st := range c.Stages {
 		if len(in) == 0 {
-			return nil, nil
+			break
 		}
-		out, err := call(ctx, st.Stage, in)
-		if err == nil {
-			in = out
-			continue
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", errAborted, ctx.Err())
-		}
-		var known *stages.RecordErrors
-		if re := (*stages.RecordErrors)(nil); errors.As(err, &re) && re.Consistent(len(in)) {
-			known = re
-		}
-		in, err = c.isolate(ctx, st, in, known, err)
+		out, err := c.call(ctx, st, in)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, aborted(ctx)
+			}
+			var known *stages.RecordErrors
+			if re := (*stages.RecordErrors)(nil); errors.As(err, &re) && re.Consistent(len(in)) {
+				known = re
+			}
+			var failedAt int
+			var cause error
+			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err)
+			if err != nil {
+				return nil, err
+			}
+			if failedAt >= 0 {
+				src := sources(records)
+				if off := src.firstOf(in[failedAt:]); stop == nil || off < stop.Offset {
+					stop = &StoppedError{Stage: st.Name, Offset: off, Failed: src.failed(in[failedAt]), Err: cause}
+				}
+			}
 		}
+		if stop != nil {
+			out = sources(records).below(out, stop.Offset)
+		}
+		in = out
+	}
+	if stop != nil {
+		return in, stop
 	}
 	return in, nil
 }
 
-// isolate handles a failed batch. With known failures (a consistent
-// *stages.RecordErrors), the other records' output is taken from it;
-// otherwise every record is run alone. Failing records are retried, then
-// dead-lettered or stop the partition. Output stays in input order.
-func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error) ([]stages.Record, error) {
-	var out []stages.Record
+// isolate handles a failed stage call on in. With known failures (a
+// consistent *stages.RecordErrors), the other records' output is taken
+// from it; otherwise every record is run alone. Failing records are
+// retried, then dead-lettered. It returns the output of the records that
+// finished the stage, in input order.
+//
+// Under the stop policy, or when a record cannot be dead-lettered, it
+// stops at the first record that fails for good: failedAt is its index in
+// in, cause says why, and out holds the output of the records before it
+// only. failedAt is -1 when every record finished or was dead-lettered.
+// A non-nil err means ctx ended.
+func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error) (out []stages.Record, failedAt int, cause, err error) {
 	j := 0 // next output of known
 	for i := range in {
-		var err error
+		var recErr error
 		if known != nil {
 			var failed bool
-			if err, failed = known.Errs[i]; !failed {
+			if recErr, failed = known.Errs[i]; !failed {
 				for ; j < len(known.Out) && known.From[j] == i; j++ {
 					out = append(out, known.Out[j])
 				}
@@ -95,30 +174,34 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 			}
 		} else {
 			var o []stages.Record
-			if o, err = call(ctx, st.Stage, in[i:i+1]); err == nil {
+			if o, recErr = c.call(ctx, st, in[i:i+1]); recErr == nil {
 				out = append(out, o...)
 				continue
 			}
 		}
-		o, err := c.retry(ctx, st, in[i], err)
-		if err == nil {
+		o, recErr := c.retry(ctx, st, in[i], recErr)
+		if recErr == nil {
 			out = append(out, o...)
 			continue
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w: %w", errAborted, ctx.Err())
+			return nil, -1, nil, aborted(ctx)
 		}
 		if c.Policy.Stop {
-			return nil, &StoppedError{Stage: st.Name, Offset: in[i].Offset, Err: err}
+			return out, i, recErr, nil
 		}
-		if err := c.deadLetter(ctx, st.Name, in[i], err); err != nil {
-			return nil, err
+		switch dlErr := c.deadLetter(ctx, st.Name, in[i], recErr); {
+		case dlErr == nil:
+		case ctx.Err() != nil:
+			return nil, -1, nil, aborted(ctx)
+		default: // undeliverable: the partition stops here
+			return out, i, dlErr, nil
 		}
 	}
 	if known == nil {
 		c.Log.Debug("stage failed a batch; its records were run one by one", zap.String("stage", st.Name), zap.Error(batchErr))
 	}
-	return out, nil
+	return out, -1, nil, nil
 }
 
 // retry runs one record alone up to Policy.Retries more times.
@@ -137,46 +220,63 @@ func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err e
 		}
 		wait = min(2*wait, maxWait)
 		var out []stages.Record
-		if out, err = call(ctx, st.Stage, []stages.Record{r}); err == nil {
+		if out, err = c.call(ctx, st, []stages.Record{r}); err == nil {
 			return out, nil
 		}
 	}
 	return nil, err
 }
 
-// deadLetter hands the record to the sink, retrying until it is
-// acknowledged or ctx ends: a dead letter is never lost.
-func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, cause error) error {
-	c.Log.Warn("record failed; sending it to the dead-letter sink", zap.String("stage", stage),
-		zap.String("topic", r.Topic), zap.Int32("partition", r.Partition), zap.Int64("offset", r.Offset), zap.Error(cause))
-	if c.Policy.Sink == nil {
-		c.Log.Error("record dropped: no dead-letter topic is configured (set dead_letter.topic, or policy stop)",
-			zap.String("stage", stage), zap.String("topic", r.Topic), zap.Int32("partition", r.Partition), zap.Int64("offset", r.Offset))
-		if c.OnDeadLetter != nil {
-			c.OnDeadLetter(r, stage, cause)
-		}
-		return nil
+// call runs one stage call within the chain's Timeout, turning a panic
+// into an error and reporting a call that ignores its cancellation.
+func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
+	if c.Timeout <= 0 {
+		return callStage(ctx, st.Stage, in)
 	}
-	dl := []stages.Record{deadLetter(r, stage, cause)}
-	wait := 100 * time.Millisecond
-	for {
-		err := c.Policy.Sink.Send(ctx, dl)
-		if err == nil {
-			if c.OnDeadLetter != nil {
-				c.OnDeadLetter(r, stage, cause)
-			}
-			return nil
-		}
-		c.Log.Error("dead-letter write failed; retrying (the partition waits)", zap.Error(err))
-		if !sleep(ctx, wait) {
-			return fmt.Errorf("%w: %w", errAborted, ctx.Err())
-		}
-		wait = min(2*wait, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	var (
+		mu                 sync.Mutex
+		returned, reported bool
+	)
+	started := time.Now()
+	grace := c.StuckAfter
+	if grace <= 0 {
+		grace = DefaultStuckAfter
 	}
+	watchdog := time.AfterFunc(c.Timeout+grace, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if returned {
+			return
+		}
+		reported = true
+		c.Log.Error("stage ignores cancellation: still running after its processing_timeout; its partition waits for it "+
+			"(make the stage return when its context is done)", zap.String("stage", st.Name),
+			zap.Duration("processing_timeout", c.Timeout), zap.Duration("running", time.Since(started)))
+		if c.OnStuck != nil {
+			c.OnStuck(st.Name, +1)
+		}
+	})
+	out, err := callStage(cctx, st.Stage, in)
+	watchdog.Stop()
+	mu.Lock()
+	returned = true
+	if reported {
+		c.Log.Warn("stuck stage call returned", zap.String("stage", st.Name), zap.Duration("after", time.Since(started)))
+		if c.OnStuck != nil {
+			c.OnStuck(st.Name, -1)
+		}
+	}
+	mu.Unlock()
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		err = &TimeoutError{Stage: st.Name, Timeout: c.Timeout, Records: len(in), Err: err}
+	}
+	return out, err
 }
 
-// call runs one stage, turning a panic into an error.
-func call(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
+// callStage runs one stage, turning a panic into an error.
+func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p, Stack: debug.Stack()}
@@ -202,4 +302,64 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// sourceSet is the source offsets of one run, to attribute a record a
+// stage emitted to the source record it derives from.
+type sourceSet struct {
+	offsets []int64 // sorted
+}
+
+func sources(records []stages.Record) sourceSet {
+	offs := make([]int64, len(records))
+	for i, r := range records {
+		offs[i] = r.Offset
+	}
+	if !slices.IsSorted(offs) {
+		slices.Sort(offs)
+	}
+	return sourceSet{offsets: offs}
+}
+
+// of returns the source offset r is attributed to: its own Offset if that
+// is one of the run's, else the run's first (a record of unknown source
+// holds back the whole run).
+func (s sourceSet) of(r stages.Record) int64 {
+	if _, ok := slices.BinarySearch(s.offsets, r.Offset); ok {
+		return r.Offset
+	}
+	if len(s.offsets) == 0 {
+		return -1
+	}
+	return s.offsets[0]
+}
+
+// failed returns r's Offset if it is one of the run's, else -1.
+func (s sourceSet) failed(r stages.Record) int64 {
+	if _, ok := slices.BinarySearch(s.offsets, r.Offset); ok {
+		return r.Offset
+	}
+	return -1
+}
+
+// firstOf returns the lowest source offset the records are attributed to.
+func (s sourceSet) firstOf(rs []stages.Record) int64 {
+	first := int64(-1)
+	for i, r := range rs {
+		if o := s.of(r); i == 0 || o < first {
+			first = o
+		}
+	}
+	return first
+}
+
+// below keeps the records attributed to a source offset below limit.
+func (s sourceSet) below(rs []stages.Record, limit int64) []stages.Record {
+	keep := rs[:0:0]
+	for _, r := range rs {
+		if s.of(r) < limit {
+			keep = append(keep, r)
+		}
+	}
+	return keep
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,6 +109,8 @@ func TestChainIsolation(t *testing.T) {
 			want: want{out: []int64{1, 2, 3}, dead: []int64{0}, calls: 4, stopped: -1},
 		},
 		{
+			// the records before the failing one finish; the ones after
+			// it do not run
 			name: "stop policy stops at the failing record",
 			stop: true,
 			stage: func(calls *atomic.Int32) stages.Stage {
@@ -121,7 +124,7 @@ func TestChainIsolation(t *testing.T) {
 					return in, nil
 				})
 			},
-			want: want{calls: 4, stopped: 2},
+			want: want{out: []int64{0, 1}, calls: 4, stopped: 2},
 		},
 	}
 	for _, tt := range tests {
@@ -172,4 +175,179 @@ func offsets(rs []stages.Record) []int64 {
 		out = append(out, r.Offset)
 	}
 	return out
+}
+
+// fails is a stage that fails, for good, the records at the given
+// offsets, reporting them in a *stages.RecordErrors.
+func fails(offsets ...int64) stages.Stage {
+	return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		var re stages.RecordErrors
+		for i, r := range in {
+			if slices.Contains(offsets, r.Offset) {
+				re.Fail(i, stages.Permanent(errors.New("bad record")))
+				continue
+			}
+			re.Emit(i, r)
+		}
+		if re.Failed() {
+			return nil, &re
+		}
+		return in, nil
+	})
+}
+
+// seen is a pass-through stage that remembers the offsets it finished.
+type seen struct{ offsets []int64 }
+
+func (s *seen) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+	for _, r := range in {
+		s.offsets = append(s.offsets, r.Offset)
+	}
+	return in, nil
+}
+
+// TestChainStopFinishesWhatCameBefore: under the stop policy the records
+// before the failing one run through every later stage, so the stop's
+// Offset is a commit that passes only finished records; records derived
+// out of order or from nowhere pull it back.
+func TestChainStopFinishesWhatCameBefore(t *testing.T) {
+	reorder := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		out := slices.Clone(in)
+		slices.Reverse(out) // 13 12 11 10
+		return out, nil
+	})
+	orphan := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		return append(slices.Clone(in), stages.Record{Topic: "t", Offset: -1}), nil // a record from nowhere
+	})
+	tests := []struct {
+		name       string
+		before     []NamedStage
+		failing    []int64
+		wantOffset int64
+		wantLast   []int64 // what the last stage finished
+	}{
+		{name: "the records before the failing one finish", failing: []int64{12},
+			wantOffset: 12, wantLast: []int64{10, 11}},
+		{name: "the first failure of a later stage wins", failing: []int64{11, 12},
+			wantOffset: 11, wantLast: []int64{10}},
+		{name: "records after the failing one in a reordered batch hold the commit", failing: []int64{12},
+			before: []NamedStage{{Name: "reorder", Stage: reorder}}, wantOffset: 10, wantLast: []int64{}},
+		{name: "a record of unknown source holds the whole batch", failing: []int64{-1},
+			before: []NamedStage{{Name: "orphan", Stage: orphan}}, wantOffset: 10, wantLast: []int64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			last := &seen{}
+			c := Chain{Stages: append(tt.before, NamedStage{Name: "check", Stage: fails(tt.failing...)}, NamedStage{Name: "last", Stage: last}),
+				Policy: FailurePolicy{Stop: true, Backoff: time.Millisecond}, Log: nopLog()}
+			_, err := c.Run(context.Background(), records(10, 11, 12, 13))
+			var stop *StoppedError
+			if !errors.As(err, &stop) || stop.Offset != tt.wantOffset || stop.Stage != "check" {
+				t.Fatalf("err %v, want a stop by check at %d", err, tt.wantOffset)
+			}
+			if !slices.Equal(append([]int64{}, last.offsets...), tt.wantLast) {
+				t.Fatalf("the last stage finished %v, want %v", last.offsets, tt.wantLast)
+			}
+		})
+	}
+}
+
+// TestChainTimeout: a call that hangs past Timeout is cancelled and fails
+// like any error: its records are run alone, the hanging one retried and
+// dead-lettered; one that ignores its context is reported stuck.
+func TestChainTimeout(t *testing.T) {
+	hang := stages.StageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+		for _, r := range in {
+			if r.Offset == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+		}
+		return in, nil
+	})
+	sink := &memSink{}
+	c := Chain{Stages: []NamedStage{{Name: "slow", Stage: hang}}, Timeout: 5 * time.Millisecond,
+		Policy: FailurePolicy{Retries: 1, Backoff: time.Millisecond, Sink: sink}, Log: nopLog()}
+	out, err := c.Run(context.Background(), records(0, 1, 2))
+	if err != nil || !slices.Equal(offsets(out), []int64{0, 2}) || !slices.Equal(offsets(sink.got), []int64{1}) {
+		t.Fatalf("out %v, dead letters %v, err %v; want 0 and 2 out, 1 dead-lettered", offsets(out), offsets(sink.got), err)
+	}
+	if msg, _ := sink.got[0].Header(HeaderError); !strings.Contains(string(msg), "did not finish 1 record(s) within processing_timeout (5ms)") {
+		t.Fatalf("dead letter error %q, want the processing timeout", msg)
+	}
+
+	// a stage ignoring its context: reported stuck, then unstuck
+	release := make(chan struct{})
+	deaf := stages.StageFunc(func(context.Context, []stages.Record) ([]stages.Record, error) {
+		<-release
+		return nil, errors.New("late")
+	})
+	var stuck atomic.Int32
+	c = Chain{Stages: []NamedStage{{Name: "deaf", Stage: deaf}}, Timeout: time.Millisecond, StuckAfter: time.Millisecond,
+		Policy: FailurePolicy{Stop: true}, Log: nopLog(), OnStuck: func(_ string, d int) { stuck.Add(int32(d)) }}
+	done := make(chan error, 1)
+	go func() { _, err := c.Run(context.Background(), records(0)); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for stuck.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a call ignoring its context was never reported stuck")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-done; !errors.As(err, new(*StoppedError)) {
+		t.Fatalf("err %v, want a stop", err)
+	}
+	if stuck.Load() != 0 {
+		t.Fatalf("stuck count %d after the call returned, want 0", stuck.Load())
+	}
+}
+
+// refusingSink refuses records for good: all of them, or only whole
+// ones (taking truncated dead letters).
+type refusingSink struct {
+	all bool
+	got []stages.Record
+}
+
+func (s *refusingSink) Send(_ context.Context, rs []stages.Record) error {
+	if _, truncated := rs[0].Header(HeaderTruncated); s.all || !truncated {
+		return stages.Permanent(errors.New("MESSAGE_TOO_LARGE"))
+	}
+	s.got = append(s.got, rs...)
+	return nil
+}
+
+// TestChainUndeliverable: a dead letter the sink refuses for good is
+// replaced by a truncated one; if that is refused too, the partition
+// stops at the record.
+func TestChainUndeliverable(t *testing.T) {
+	big := records(0, 1, 2)
+	big[1].Key, big[1].Value = []byte("k"), make([]byte, 1000)
+	big[1].Headers = []stages.Header{{Key: "h", Value: []byte("v")}}
+
+	sink := &refusingSink{}
+	c := Chain{Stages: []NamedStage{{Name: "check", Stage: fails(1)}}, Policy: FailurePolicy{Backoff: time.Millisecond, Sink: sink}, Log: nopLog()}
+	out, err := c.Run(context.Background(), big)
+	if err != nil || !slices.Equal(offsets(out), []int64{0, 2}) || len(sink.got) != 1 {
+		t.Fatalf("out %v, err %v, %d dead letters; want 0 and 2 out and one truncated dead letter", offsets(out), err, len(sink.got))
+	}
+	dl := sink.got[0]
+	size, _ := dl.Header(HeaderSourceSize)
+	refused, _ := dl.Header(HeaderRefused)
+	if dl.Value != nil || string(dl.Key) != "k" || string(size) != "1003" || string(refused) != "MESSAGE_TOO_LARGE" || dl.Offset != 1 {
+		t.Fatalf("truncated dead letter %+v", dl)
+	}
+	if _, kept := dl.Header("h"); kept {
+		t.Fatal("the truncated dead letter kept the record's own headers")
+	}
+
+	c.Policy.Sink = &refusingSink{all: true}
+	_, err = c.Run(context.Background(), big)
+	var stop *StoppedError
+	var undeliverable *UndeliverableError
+	if !errors.As(err, &stop) || stop.Offset != 1 || !errors.As(err, &undeliverable) ||
+		!strings.Contains(err.Error(), "could not be written to the dead-letter topic") {
+		t.Fatalf("err %v, want a stop at 1 because the record cannot be dead-lettered", err)
+	}
 }

@@ -2,8 +2,11 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -15,12 +18,28 @@ const (
 	HeaderSourceTopic     = "fencepost.source.topic"
 	HeaderSourcePartition = "fencepost.source.partition"
 	HeaderSourceOffset    = "fencepost.source.offset"
+	// HeaderTruncated is set ("true") on a dead letter that carries no
+	// value and none of the record's own headers, because the sink
+	// refused the whole record for good (too large, for example).
+	HeaderTruncated = "fencepost.dead_letter.truncated"
+	// HeaderSourceSize is the size in bytes (key, value and headers) of
+	// the record a truncated dead letter stands for.
+	HeaderSourceSize = "fencepost.source.size"
+	// HeaderRefused is why the sink refused the whole record.
+	HeaderRefused = "fencepost.dead_letter.refused"
 )
+
+// maxEnvelopeKey is the largest key a truncated dead letter keeps.
+const maxEnvelopeKey = 1024
 
 // DeadLetterSink receives records that failed a stage after their
 // retries. Send returns nil only once every record is durably written
-// (for a Kafka topic: acknowledged); until then the partition waits and
-// Send is retried, so no record is lost.
+// (for a Kafka topic: acknowledged). Until then the partition waits and
+// Send is retried, so no record is lost, unless the error is permanent
+// (stages.Permanent: the sink will never take this record, e.g. it is too
+// large): then a truncated dead letter is sent in its place (no value,
+// the error and source headers, HeaderTruncated and HeaderSourceSize),
+// and if the sink refuses that too, the partition stops.
 type DeadLetterSink interface {
 	Send(ctx context.Context, records []stages.Record) error
 }
@@ -35,25 +54,124 @@ type FailurePolicy struct {
 	Backoff    time.Duration
 	MaxBackoff time.Duration
 	// Stop halts the record's partition instead of dead-lettering: its
-	// offsets before the record are committed, nothing after it is
-	// processed until a Seek.
+	// offsets before the record are committed (once the records before
+	// it finished every stage), nothing after it is processed until a
+	// Seek.
 	Stop bool
 	// Sink receives dead letters. With Stop false and a nil Sink, a
 	// failing record is logged and dropped (counted as skipped).
 	Sink DeadLetterSink
 }
 
+// UndeliverableError is a failed record that the dead-letter sink
+// refused for good, both whole and as a truncated dead letter: it cannot
+// be written anywhere, so its partition stops.
+type UndeliverableError struct {
+	Stage   string
+	Cause   error // why the stage rejected the record
+	Refused error // why the sink refused the truncated dead letter
+}
+
+func (e *UndeliverableError) Error() string {
+	return fmt.Sprintf("stage %q: %v; the dead-letter sink refused it: %v", e.Stage, e.Cause, e.Refused)
+}
+
+func (e *UndeliverableError) Unwrap() []error { return []error{e.Cause, e.Refused} }
+
+// deadLetter hands the record to the sink, retrying until it is
+// acknowledged or ctx ends: a dead letter is never lost. A record the
+// sink refuses for good is replaced by a truncated dead letter; if that
+// is refused for good too, deadLetter returns an *UndeliverableError.
+func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, cause error) error {
+	fields := []zap.Field{zap.String("stage", stage), zap.String("topic", r.Topic), zap.Int32("partition", r.Partition), zap.Int64("offset", r.Offset)}
+	c.Log.Warn("record failed; sending it to the dead-letter sink", append(fields, zap.Error(cause))...)
+	if c.Policy.Sink == nil {
+		c.Log.Error("record dropped: no dead-letter topic is configured (set dead_letter.topic, or policy stop)", fields...)
+		if c.OnDeadLetter != nil {
+			c.OnDeadLetter(r, stage, cause)
+		}
+		return nil
+	}
+	err := c.send(ctx, deadLetter(r, stage, cause))
+	if err != nil && ctx.Err() == nil {
+		c.Log.Warn("the dead-letter sink refused the record for good; sending a truncated dead letter instead",
+			append(fields, zap.Int("size", r.Size()), zap.Error(err))...)
+		if err = c.send(ctx, envelope(r, stage, cause, err)); err != nil && ctx.Err() == nil {
+			return &UndeliverableError{Stage: stage, Cause: cause, Refused: err}
+		}
+	}
+	if err != nil {
+		return aborted(ctx)
+	}
+	if c.OnDeadLetter != nil {
+		c.OnDeadLetter(r, stage, cause)
+	}
+	return nil
+}
+
+// send writes one dead letter, retrying transient errors (with
+// Policy.Backoff, doubling up to 5s) until ctx ends.
+// It returns nil once acknowledged, the error if it is permanent, or
+// ctx's error.
+func (c *Chain) send(ctx context.Context, dl stages.Record) error {
+	wait := c.Policy.Backoff
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
+	for {
+		err := c.Policy.Sink.Send(ctx, []stages.Record{dl})
+		if err == nil || stages.IsPermanent(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		c.Log.Error("dead-letter write failed; retrying (the partition waits)", zap.Error(err))
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
 // deadLetter returns r with the error headers added.
 func deadLetter(r stages.Record, stage string, err error) stages.Record {
 	h := make([]stages.Header, 0, len(r.Headers)+5)
 	h = append(h, r.Headers...)
-	h = append(h,
-		stages.Header{Key: HeaderStage, Value: []byte(stage)},
-		stages.Header{Key: HeaderError, Value: []byte(err.Error())},
-		stages.Header{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
-		stages.Header{Key: HeaderSourcePartition, Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
-		stages.Header{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-	)
+	h = append(h, errorHeaders(r, stage, err)...)
 	r.Headers = h
 	return r
+}
+
+// envelope is the truncated dead letter standing for r: its key (if
+// small), no value, none of its headers; the error and source headers,
+// its size, and why the sink refused the whole record.
+func envelope(r stages.Record, stage string, cause, refused error) stages.Record {
+	env := stages.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp}
+	if len(r.Key) <= maxEnvelopeKey {
+		env.Key = r.Key
+	}
+	env.Headers = append(errorHeaders(r, stage, cause),
+		stages.Header{Key: HeaderTruncated, Value: []byte("true")},
+		stages.Header{Key: HeaderSourceSize, Value: []byte(strconv.Itoa(r.Size()))},
+		stages.Header{Key: HeaderRefused, Value: []byte(truncate(refused.Error(), 1024))},
+	)
+	return env
+}
+
+func errorHeaders(r stages.Record, stage string, err error) []stages.Header {
+	return []stages.Header{
+		{Key: HeaderStage, Value: []byte(stage)},
+		{Key: HeaderError, Value: []byte(truncate(err.Error(), 4096))},
+		{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
+		{Key: HeaderSourcePartition, Value: []byte(strconv.FormatInt(int64(r.Partition), 10))},
+		{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

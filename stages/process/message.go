@@ -6,8 +6,8 @@ import (
 )
 
 // Fence tells processing that a partition's epochs up to Epoch are over
-// (reset, seek, revoke): queued batches of those epochs are dropped, and
-// a batch already running finishes.
+// (revoke): queued batches of those epochs are dropped, and a batch
+// already running finishes.
 type Fence struct {
 	Partition offsetstore.TopicPartition
 	Epoch     offsetstore.Epoch
@@ -20,16 +20,28 @@ type Message struct {
 	Batches []*fetch.Batch
 }
 
-// Completion reports one batch handed to processing: finished (its span
-// is processed), dropped (fenced before it ran), or stopped (a record
-// failed and the dead-letter policy is stop: Err says why and the
-// partition must stop before Failed).
+// Completion reports what became of one batch handed to processing.
+//
+// Every record of the batch below FinishedBelow finished every stage
+// (its outputs acknowledged, or it was dead-lettered); no record from
+// FinishedBelow on is known to have. FinishedBelow is the batch's
+// Span().End when the whole batch finished and Span().Start when nothing
+// of it did. A record's offset here is its source offset: records a
+// stage derived from it carry it (see stages.Record.Offset).
+//
+// Err is nil when the batch finished, or when its unfinished records
+// were dropped (a fence, a stop of its partition caused by another
+// batch, shutdown). Err is non-nil when a record of this batch failed
+// under the stop policy (or could not be written anywhere): it says why,
+// and the partition must stop at FinishedBelow.
 type Completion struct {
-	Batch   *fetch.Batch
-	Dropped bool
-	Err     error // non-nil: the partition stops; offsets before Failed are done
-	Failed  int64 // with Err: the offset of the record that failed
+	Batch         *fetch.Batch
+	FinishedBelow int64
+	Err           error
 }
+
+// Finished reports whether every record of the batch finished.
+func (c Completion) Finished() bool { return c.Batch != nil && c.FinishedBelow >= c.Batch.Span().End }
 
 // Report is a group of completions sent to the coordinator at once.
 type Report struct {

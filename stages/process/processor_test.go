@@ -117,7 +117,7 @@ func TestPartitionOrder(t *testing.T) {
 	h.in <- msg
 	got := h.completions(t, 40)
 	for _, c := range got {
-		if c.Err != nil || c.Dropped {
+		if c.Err != nil || !c.Finished() {
 			t.Fatalf("completion %+v", c)
 		}
 	}
@@ -206,15 +206,15 @@ func TestFenceDropsQueued(t *testing.T) {
 		}
 		status[c.Batch] = c
 	}
-	if c := status[running]; c.Dropped || c.Err != nil {
+	if c := status[running]; !c.Finished() || c.Err != nil {
 		t.Fatalf("the running batch: %+v, want finished", c)
 	}
 	for _, b := range append(queued, late) {
-		if !status[b].Dropped {
+		if !dropped(status[b]) {
 			t.Fatalf("batch %v of the fenced epoch: %+v, want dropped", b.Span(), status[b])
 		}
 	}
-	if c := status[next]; c.Dropped || c.Err != nil {
+	if c := status[next]; !c.Finished() || c.Err != nil {
 		t.Fatalf("batch of the new epoch: %+v, want finished", c)
 	}
 }
@@ -243,26 +243,29 @@ func TestStopPolicy(t *testing.T) {
 		status[c.Batch] = c
 	}
 	var stop *StoppedError
-	if c := status[b1]; !errors.As(c.Err, &stop) || c.Failed != 7 || stop.Stage != "validate" {
+	if c := status[b1]; !errors.As(c.Err, &stop) || c.FinishedBelow != 7 || stop.Stage != "validate" {
 		t.Fatalf("failing batch: %+v, want stopped at 7 by stage validate", c)
 	}
 	// the batch failed, then record 7 alone failed 1+2 times
 	if n := attempts.Load(); n != 4 {
 		t.Fatalf("record 7 was tried %d times, want 4 (batch, alone, 2 retries)", n)
 	}
-	if !status[b2].Dropped {
+	if !dropped(status[b2]) {
 		t.Fatalf("batch after the stop: %+v, want dropped", status[b2])
 	}
-	if c := status[other]; c.Err != nil || c.Dropped {
+	if c := status[other]; c.Err != nil || !c.Finished() {
 		t.Fatalf("other partition: %+v, want finished", c)
 	}
 	// after a seek (new epoch) the partition runs again
 	again := batch(p0, 2, 8, 10, sameKey)
 	h.in <- Message{Batches: []*fetch.Batch{again}}
 	got = h.completions(t, 4)
-	if c := got[3]; c.Batch != again || c.Err != nil || c.Dropped {
+	if c := got[3]; c.Batch != again || c.Err != nil || !c.Finished() {
 		t.Fatalf("batch of a new epoch after the stop: %+v", c)
 	}
 }
 
 func nopLog() *zap.Logger { return zap.NewNop() }
+
+// dropped reports whether nothing of c's batch finished, without an error.
+func dropped(c Completion) bool { return c.Err == nil && c.FinishedBelow == c.Batch.Span().Start }

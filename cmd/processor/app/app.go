@@ -35,6 +35,9 @@ const (
 	ExitFailure = 1
 	// ExitUsage: the command line was wrong (unknown command or flag).
 	ExitUsage = 2
+	// ExitForced: run got a second SIGINT or SIGTERM and exited without
+	// finishing its graceful stop.
+	ExitForced = 130
 )
 
 // Main runs the processor command line with args (os.Args[1:]) and
@@ -43,14 +46,15 @@ const (
 // returns once the command is done: every goroutine it started has
 // ended.
 func Main(args []string) int {
-	return execute(context.Background(), args, &cli{stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default})
+	return execute(context.Background(), args, &cli{stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default, exit: os.Exit})
 }
 
-// cli is what the commands share: where they write and which stages
-// exist.
+// cli is what the commands share: where they write, which stages exist,
+// and how to exit at once (a second signal during a graceful stop).
 type cli struct {
 	stdout, stderr io.Writer
 	registry       *stages.Registry
+	exit           func(code int)
 }
 
 // failed is a command's failure, already reported to the user.

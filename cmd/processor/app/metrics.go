@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -23,8 +24,8 @@ type statsCollector struct {
 	p   *pipeline.Pipeline
 	mon *monitor
 
-	processed, deadLetters, resets, stale, commits, commitErrors *prometheus.Desc
-	buffered, maxBuffered, assigned, stopped, lag                *prometheus.Desc
+	processed, deadLetters, resets, stale, commits, commitErrors, stops *prometheus.Desc
+	buffered, maxBuffered, assigned, stopped, stuck, lag                *prometheus.Desc
 }
 
 func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
@@ -42,7 +43,9 @@ func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
 		buffered:     d("buffered_bytes", "Bytes of records fetched and not yet finished."),
 		maxBuffered:  d("buffered_bytes_max", "Highest buffered_bytes seen."),
 		assigned:     d("assigned_partitions", "Partitions assigned to this member."),
-		stopped:      d("stopped_partitions", "Assigned partitions stopped with an error."),
+		stopped:      d("stopped_partitions", "Assigned partitions stopped with an error (see /readyz for why)."),
+		stops:        d("partition_stops_total", "Partitions stopped: a record failed under dead_letter policy stop, could not be dead-lettered, or auto_offset_reset none."),
+		stuck:        d("stuck_stage_calls", "Stage calls still running well past processing_timeout: the stage ignores its context and its partition waits."),
 		lag:          d("consumer_lag", "Records behind the high watermark, by the processed watermark; refreshed every few seconds.", "topic", "partition"),
 	}
 }
@@ -50,7 +53,7 @@ func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.processed, c.deadLetters, c.resets, c.stale, c.commits, c.commitErrors,
-		c.buffered, c.maxBuffered, c.assigned, c.stopped, c.lag} {
+		c.buffered, c.maxBuffered, c.assigned, c.stopped, c.stops, c.stuck, c.lag} {
 		ch <- d
 	}
 }
@@ -76,6 +79,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.maxBuffered, s.MaxBufferedBytes)
 	gauge(c.assigned, int64(len(s.Partitions)))
 	gauge(c.stopped, int64(countStopped(s)))
+	counter(c.stops, s.Stops)
+	gauge(c.stuck, s.StuckCalls)
 	for tp, l := range c.mon.lags() {
 		gauge(c.lag, l, tp.Topic, strconv.Itoa(int(tp.Partition)))
 	}
@@ -111,6 +116,7 @@ func startHTTP(addr string, p *pipeline.Pipeline, mon *monitor) (*httpServer, er
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { health(w, r, p) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, p) })
 	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	h.done.Go(func() {
 		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -131,8 +137,11 @@ func (h *httpServer) shutdown(ctx context.Context) {
 	h.done.Wait()
 }
 
-// health answers 200 while the pipeline runs, 503 otherwise, with a
-// small JSON body: {"status":"ok","partitions":4,"stopped":0}.
+// health is the liveness probe: 200 while the pipeline runs (its
+// coordinator answers), 503 otherwise, with a small JSON body:
+// {"status":"ok","partitions":4,"stopped":0}. A stopped partition does
+// not make the process unhealthy (restarting it would not help); it
+// makes it unready.
 func health(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
@@ -144,6 +153,39 @@ func health(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 	} else {
 		body["partitions"], body["stopped"] = len(s.Partitions), countStopped(s)
 	}
+	writeJSON(w, code, body)
+}
+
+// ready is the readiness probe: 200 when the pipeline runs and every
+// assigned partition is being consumed; 503 with the reasons when it is
+// not running, a partition is stopped (with the partition and its
+// error), or a stage call is stuck past processing_timeout:
+// {"status":"not ready","reasons":["events/3 stopped: ..."]}.
+func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	s, err := p.Stats(ctx)
+	var reasons []string
+	if err != nil {
+		reasons = append(reasons, "not running: "+err.Error())
+	}
+	for _, ps := range s.Partitions {
+		if ps.State == pipeline.Stopped {
+			reasons = append(reasons, fmt.Sprintf("%s stopped: %v", ps.Partition, ps.Err))
+		}
+	}
+	if s.StuckCalls > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d stage call(s) stuck past processing_timeout (a stage ignores its context)", s.StuckCalls))
+	}
+	body := map[string]any{"status": "ready", "partitions": len(s.Partitions), "stopped": countStopped(s)}
+	code := http.StatusOK
+	if len(reasons) > 0 {
+		code, body["status"], body["reasons"] = http.StatusServiceUnavailable, "not ready", reasons
+	}
+	writeJSON(w, code, body)
+}
+
+func writeJSON(w http.ResponseWriter, code int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)

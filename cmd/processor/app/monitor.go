@@ -85,12 +85,13 @@ func (m *monitor) sample(ctx context.Context, now time.Time, elapsed time.Durati
 	}
 	if m.log != nil {
 		m.log.Info("progress", zap.Int64("processed", s.RecordsProcessed), zap.Float64("records_per_second", rate),
-			zap.String("lag", lagText), zap.Int("partitions", len(s.Partitions)), zap.Int64("resets", s.Resets),
-			zap.Int64("dead_letters", s.DeadLetters), zap.Int64("buffered_bytes", s.BufferedBytes))
+			zap.String("lag", lagText), zap.Int("partitions", len(s.Partitions)), zap.Int64("stopped_partitions", s.StoppedPartitions),
+			zap.Int64("resets", s.Resets), zap.Int64("dead_letters", s.DeadLetters), zap.Int64("buffered_bytes", s.BufferedBytes))
 		return
 	}
-	fmt.Fprintf(m.out, "[%6s] processed %d (%.1f/s) | lag %s | partitions %d | resets %d | dead letters %d | buffered %s\n",
-		elapsed.Truncate(time.Second), s.RecordsProcessed, rate, lagText, len(s.Partitions), s.Resets, s.DeadLetters, humanBytes(s.BufferedBytes))
+	fmt.Fprintf(m.out, "[%6s] processed %d (%.1f/s) | lag %s | partitions %d (stopped %d) | resets %d | dead letters %d | buffered %s\n",
+		elapsed.Truncate(time.Second), s.RecordsProcessed, rate, lagText, len(s.Partitions), s.StoppedPartitions, s.Resets, s.DeadLetters,
+		humanBytes(s.BufferedBytes))
 }
 
 // refreshLag computes the lag of the assigned partitions and keeps it

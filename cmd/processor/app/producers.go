@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/fencepost-dev/fencepost/pipeline"
@@ -33,6 +34,18 @@ func (pp *producerPool) get(topic string) (stages.Producer, error) {
 	}
 	pp.byTop[topic] = p
 	return p, nil
+}
+
+// topics returns the topics producers were opened for, sorted.
+func (pp *producerPool) topics() []string {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	out := make([]string, 0, len(pp.byTop))
+	for t := range pp.byTop {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // close flushes and closes every producer; call it after the last

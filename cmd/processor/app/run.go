@@ -3,14 +3,17 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/config"
 )
@@ -32,10 +35,17 @@ func (c *cli) runCmd() *cobra.Command {
 		Short: "Run the pipeline a configuration file describes",
 		Long: `run consumes the configured topics through the pipeline until SIGINT or
 SIGTERM, then stops gracefully within shutdown_timeout: in-flight records
-finish, offsets are committed, the group is left. It prints progress every
-few seconds (records/s, consumer lag, resets, buffered bytes) and a summary
-at the end, on stderr; stages that print write to stdout. /metrics and
-/healthz are served on http.address.
+finish, offsets are committed, the group is left. A second signal exits at
+once (exit code 130); what was not committed is processed again after
+restart. It prints progress every few seconds (records/s, consumer lag,
+resets, stopped partitions, buffered bytes) and a summary at the end, on
+stderr; stages that print write to stdout. /metrics, /healthz (liveness)
+and /readyz (readiness: 503 while a partition is stopped) are served on
+http.address.
+
+The exit code is 1 when the run ends with stopped partitions: a record
+failed under dead_letter policy stop (or could not be dead-lettered), or
+auto_offset_reset none found no valid offset.
 
 The configuration is checked first, as lint does: with any problem nothing
 starts.`,
@@ -82,7 +92,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	sigCtx, stopSignals := c.notifySignals(ctx, log)
 	defer stopSignals()
 	runCtx := sigCtx
 	if o.forDur > 0 {
@@ -96,7 +106,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	var why stopReason
 	r := &session{cli: c, cfg: cfg, opts: o, log: log, stopRun: func() { why.limit.Store(true); stopRun() }}
 	res, err := r.execute(runCtx)
-	if err != nil {
+	if err != nil && !errors.Is(err, errStoppedPartitions) {
 		return failure("%v", err)
 	}
 	reason := "the end of --for"
@@ -109,5 +119,47 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 		reason = "cancellation"
 	}
 	res.print(c.stderr, reason)
+	if err != nil {
+		return failure("%d partition(s) ended stopped (see above): fix the cause, then restart to retry the record, "+
+			"or move the group's offset past it", len(res.stopped))
+	}
 	return nil
+}
+
+// notifySignals returns a context that ends at the first SIGINT or
+// SIGTERM (a graceful stop). A second one exits the process at once with
+// ExitForced: records in flight are not committed and are redelivered
+// after restart. stop releases the signals.
+func (c *cli) notifySignals(ctx context.Context, log *zap.Logger) (context.Context, func()) {
+	sigCtx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case s := <-sigs:
+			log.Info("signal received: stopping gracefully (send it again to exit at once)", zap.Stringer("signal", s))
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(c.stderr, "error: second %v: exiting now without waiting for in-flight records; "+
+				"they are not committed and are processed again after restart\n", s)
+			exit := c.exit
+			if exit == nil {
+				exit = os.Exit
+			}
+			exit(ExitForced)
+		case <-done:
+		}
+	})
+	return sigCtx, func() {
+		signal.Stop(sigs)
+		close(done)
+		wg.Wait()
+		cancel()
+	}
 }

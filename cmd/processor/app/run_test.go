@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -86,22 +87,15 @@ func TestRunEmbeddedMaxRecords(t *testing.T) {
 func TestRunServesMetricsAndHealth(t *testing.T) {
 	var n atomic.Int64
 	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.Replace(embeddedConfig, "RATE", "100", 1))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", "300ms"},
-			&cli{stdout: &out, stderr: &errOut, registry: countRegistry(&n)})
-	}()
-	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
-	var base string
-	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	base, errOut, done, cancel := startRun(t, cfg, "300ms", countRegistry(&n))
 	waitUntil(t, 20*time.Second, "records processed", func() bool { return n.Load() > 0 })
 
 	code, body := get(t, base+"/healthz")
 	if code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) || !strings.Contains(body, `"partitions":3`) {
 		t.Errorf("/healthz: %d %s", code, body)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK || !strings.Contains(body, `"status":"ready"`) {
+		t.Errorf("/readyz: %d %s", code, body)
 	}
 	waitUntil(t, 20*time.Second, "metrics with the lag of 3 partitions", func() bool {
 		_, body = get(t, base+"/metrics")
@@ -127,7 +121,7 @@ func TestRunServesMetricsAndHealth(t *testing.T) {
 	if processed == 0 || reason != "cancellation" {
 		t.Errorf("processed %d, stopped by %q", processed, reason)
 	}
-	if !regexp.MustCompile(`\] processed \d+ \([\d.]+/s\) \| lag \d+ \| partitions 3 \| resets \d+ \| dead letters 0 \| buffered `).MatchString(errOut.String()) {
+	if !regexp.MustCompile(`\] processed \d+ \([\d.]+/s\) \| lag \d+ \| partitions 3 \(stopped 0\) \| resets \d+ \| dead letters 0 \| buffered `).MatchString(errOut.String()) {
 		t.Errorf("progress line malformed:\n%s", errOut.String())
 	}
 }
@@ -152,5 +146,82 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startRun runs "run -c cfg" in the background with an HTTP server on a
+// free port and progress every interval; it returns the server's base
+// URL, the run's stderr, its exit code (when it ends) and what cancels it
+// (also at the end of the test).
+func startRun(t *testing.T, cfg, interval string, reg *stages.Registry) (string, *syncBuffer, chan int, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var out syncBuffer
+	errOut := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", interval},
+			&cli{stdout: &out, stderr: errOut, registry: reg})
+	}()
+	urlRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
+	var base string
+	waitUntil(t, 20*time.Second, "the metrics address in the log", func() bool { base = urlRE.FindString(errOut.String()); return base != "" })
+	return base, errOut, done, cancel
+}
+
+// rejectRegistry has a stage "reject" that fails the record at offset 3
+// of partition 0 of every topic, for good.
+func rejectRegistry() *stages.Registry {
+	reg := &stages.Registry{}
+	if err := reg.Register(stages.Spec{
+		Name: "reject", Summary: "Reject one record.",
+		New: func(stages.Options, stages.Env) (stages.Stage, error) {
+			return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+				for _, r := range in {
+					if r.Partition == 0 && r.Offset == 3 {
+						return nil, stages.Permanent(errors.New("record 3 is poison"))
+					}
+				}
+				return in, nil
+			}), nil
+		},
+	}); err != nil {
+		panic(err)
+	}
+	return reg
+}
+
+// TestRunStoppedPartitionIsVisible: a partition stopped by the stop
+// policy makes /readyz answer 503 with the reason (while /healthz stays
+// 200), shows in the progress line and the summary, and the run exits 1.
+func TestRunStoppedPartitionIsVisible(t *testing.T) {
+	cfg := writeFile(t, t.TempDir(), "c.yaml", strings.NewReplacer("RATE", "200", "stage: count", "stage: reject").Replace(embeddedConfig))
+	base, errOut, done, cancel := startRun(t, cfg, "200ms", rejectRegistry())
+	var body string
+	waitUntil(t, 20*time.Second, "/readyz to report the stopped partition", func() bool {
+		var code int
+		code, body = get(t, base+"/readyz")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "events/0 stopped") && strings.Contains(body, "record 3 is poison")
+	})
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz with a stopped partition: %d %s, want 200 (liveness)", code, body)
+	}
+	waitUntil(t, 20*time.Second, "a progress line counting the stopped partition", func() bool {
+		return strings.Contains(errOut.String(), "partitions 3 (stopped 1)")
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitFailure {
+			t.Fatalf("exit %d, want %d with a stopped partition\n%s", code, ExitFailure, errOut.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop within 30s of cancellation")
+	}
+	for _, want := range []string{"stopped partitions 1;", "stopped events/0: ", "record 3 is poison", "1 partition(s) ended stopped"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, errOut.String())
+		}
 	}
 }

@@ -33,6 +33,8 @@ type result struct {
 	elapsed      time.Duration
 	stats        pipeline.Stats
 	committedLag int64 // -1 unknown
+	// stopped are the partitions the run ended with stopped.
+	stopped []pipeline.PartitionStopped
 }
 
 func (r result) print(w io.Writer, reason string) {
@@ -41,9 +43,12 @@ func (r result) print(w io.Writer, reason string) {
 		lag = fmt.Sprint(r.committedLag)
 	}
 	s := r.stats
-	fmt.Fprintf(w, "summary: processed %d records in %s (%.1f/s); dead letters %d; resets %d; commits %d (%d failed); committed lag %s; stopped by %s\n",
+	fmt.Fprintf(w, "summary: processed %d records in %s (%.1f/s); dead letters %d; resets %d; commits %d (%d failed); stopped partitions %d; committed lag %s; stopped by %s\n",
 		s.RecordsProcessed, r.elapsed.Round(100*time.Millisecond), float64(s.RecordsProcessed)/max(r.elapsed.Seconds(), 0.001),
-		s.DeadLetters, s.Resets, s.Commits, s.CommitErrors, lag, reason)
+		s.DeadLetters, s.Resets, s.Commits, s.CommitErrors, len(r.stopped), lag, reason)
+	for _, st := range r.stopped {
+		fmt.Fprintf(w, "  stopped %s: %v\n", st.Partition, st.Err)
+	}
 }
 
 // execute runs the pipeline until ctx ends (or it fails) and tears
@@ -78,8 +83,9 @@ func (r *session) execute(ctx context.Context) (result, error) {
 		closeStages(built, r.log)
 		return result{}, err
 	}
-	// The pipeline logs resets and stopped partitions itself.
-	opts := []pipeline.Option{pipeline.WithLogger(r.log)}
+	// The pipeline logs resets and stopped partitions itself, and checks
+	// at start that the topics the stages write to exist.
+	opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithOutputTopics(producers.topics()...)}
 	var names []string
 	for _, b := range built {
 		opts = append(opts, pipeline.WithStage(b.name, b.stage))
@@ -144,7 +150,14 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	res := result{elapsed: time.Since(start), committedLag: -1}
 	stopMon()
 	res.stats, _ = p.Stats(context.Background()) // counters; the partitions are gone
-	if runErr != nil {
+	var stopped *pipeline.StoppedPartitionsError
+	if errors.As(runErr, &stopped) {
+		// a graceful stop, with partitions stopped: the summary says
+		// which and why, and the run fails
+		res.stopped = stopped.Partitions
+		runErr = errStoppedPartitions
+	}
+	if runErr != nil && runErr != errStoppedPartitions {
 		if res.stats.RecordsProcessed > 0 {
 			res.print(r.cli.stderr, "an error")
 		}
@@ -153,8 +166,12 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	res.committedLag = committedLag(lctx, adm, pc.Consumer.Group, pc.Consumer.Topics)
-	return res, nil
+	return res, runErr
 }
+
+// errStoppedPartitions: the run stopped gracefully with partitions
+// stopped (listed in result.stopped).
+var errStoppedPartitions = errors.New("partitions were stopped")
 
 func metricsURL(addr string) string {
 	if addr == "" {

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Applies each seeded bug (a patch in this folder) to a scratch copy of
+# the tree and runs the record-path model tests against it: every bug
+# must make them fail. Prints, per bug, whether it was caught, by which
+# test, and after how long. Usage: scripts/seeded-bugs/run.sh [patch...]
+set -euo pipefail
+root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+cd "$root"
+patches=("$@")
+if [ ${#patches[@]} -eq 0 ]; then
+	patches=(scripts/seeded-bugs/*.patch)
+fi
+tests='TestRecordPathStateMachine|TestCoordinatorStateMachine|TestSeedInterleavingAllOrders|TestRunnerKeepsThePromises'
+scratch=$(mktemp -d)
+trap 'git worktree remove --force "$scratch/tree" >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
+git worktree add --detach "$scratch/tree" HEAD -q
+missed=0
+printf '| seeded bug | caught | by (time to fail, shrinking included) |\n|---|---|---|\n'
+for p in "${patches[@]}"; do
+	name=$(basename "$p" .patch)
+	git -C "$scratch/tree" checkout -q -- .
+	git -C "$scratch/tree" clean -fdq # no fail file of an earlier bug is replayed
+	git -C "$scratch/tree" apply "$root/$p"
+	start=$(date +%s)
+	if out=$(cd "$scratch/tree" && go test -count=1 ./pipeline ./stages/stagetest -run "$tests" -rapid.checks=2000 2>&1); then
+		printf '| %s | **no** | ran %ss |\n' "$name" "$(($(date +%s) - start))"
+		missed=$((missed + 1))
+	else
+		# every top-level test that failed, with its own time (no build)
+		by=$(echo "$out" | grep -E -- '^--- FAIL: ' | sed -E 's/^--- FAIL: ([A-Za-z0-9_]+) \(([0-9.]+s)\)/\1 (\2)/' | paste -sd, - | sed 's/,/, /g')
+		printf '| %s | yes | %s |\n' "$name" "${by:-the build}"
+	fi
+done
+exit "$missed"
