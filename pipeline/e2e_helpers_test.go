@@ -11,16 +11,16 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// fastConfig is a configuration with timeouts short enough for tests.
-func fastConfig(c *kafkatest.Cluster, group string, topics ...string) pipeline.Config {
+// fastConfig is a configuration with timeouts short enough for tests, for
+// a *kafkatest.Cluster or a *kafkatest.Kafka.
+func fastConfig(c interface{ Bootstrap() []string }, group string, topics ...string) pipeline.Config {
 	return pipeline.Config{
-		Kafka: pipeline.KafkaConfig{Brokers: c.Addrs, DialTimeout: 5 * time.Second, MetadataMaxAge: 500 * time.Millisecond},
+		Kafka: pipeline.KafkaConfig{Brokers: c.Bootstrap(), DialTimeout: 5 * time.Second, MetadataMaxAge: 500 * time.Millisecond},
 		Consumer: pipeline.ConsumerConfig{
 			Group: group, Topics: topics,
 			CommitInterval: 100 * time.Millisecond, FetchMaxWait: 100 * time.Millisecond,

@@ -57,31 +57,33 @@ func (l *processingLog) distinct() int {
 // either; no commit of an old generation reaches the broker; and once a
 // partition moved to a new owner, its old owner processes none of it.
 func TestRebalanceUnderLoad(t *testing.T) {
+	rebalanceUnderLoad(t, kafkatest.New(t, 2).Kafka)
+}
+
+func rebalanceUnderLoad(t *testing.T, c *kafkatest.Kafka) {
 	const partitions, perPartition = 6, 400
-	c := kafkatest.New(t, 2)
-	c.CreateTopic(t, "load", partitions)
+	topic, group := c.Name("load"), c.Name("g-load")
+	c.CreateTopic(t, topic, partitions)
 
 	// Watch the group from the broker: the generation members sync into,
 	// and the generation of every commit.
 	var latestSync, commits, staleCommits atomic.Int32
-	c.ControlKey(int16(kmsg.SyncGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
+	c.Intercept(t, kmsg.SyncGroup, func(_ int32, req kmsg.Request) kafkatest.Action {
 		if g := req.(*kmsg.SyncGroupRequest).Generation; g > latestSync.Load() {
 			latestSync.Store(g)
 		}
-		return nil, nil, false
+		return kafkatest.Action{}
 	})
-	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
+	c.Intercept(t, kmsg.OffsetCommit, func(_ int32, req kmsg.Request) kafkatest.Action {
 		commits.Add(1)
 		if req.(*kmsg.OffsetCommitRequest).Generation < latestSync.Load() {
 			staleCommits.Add(1)
 		}
-		return nil, nil, false
+		return kafkatest.Action{}
 	})
 
 	log := &processingLog{}
-	cfg := fastConfig(c, "g-load", "load")
+	cfg := fastConfig(c, group, topic)
 	member := func(name string) *running {
 		return start(t, cfg, pipeline.WithStage("log", log.stage(name)))
 	}
@@ -90,7 +92,7 @@ func TestRebalanceUnderLoad(t *testing.T) {
 	go func() {
 		for i := 0; i < perPartition; i += 20 {
 			for p := int32(0); p < partitions; p++ {
-				if err := c.ProduceE("load", p, 20, 5, values(fmt.Sprint(i))); err != nil {
+				if err := c.ProduceE(topic, p, 20, 5, values(fmt.Sprint(i))); err != nil {
 					produced <- err
 					return
 				}
@@ -112,7 +114,7 @@ func TestRebalanceUnderLoad(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "every record", func() bool { return log.distinct() == partitions*perPartition })
 	waitFor(t, 10*time.Second, "final commits", func() bool {
-		got := c.Committed(t, "g-load", "load")
+		got := c.Committed(t, group, topic)
 		for p := int32(0); p < partitions; p++ {
 			if got[p] != perPartition {
 				return false

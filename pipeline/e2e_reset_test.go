@@ -47,7 +47,11 @@ func (e *events) resetsOf(tp offsetstore.TopicPartition) []offsetstore.ResetEven
 // where auto_offset_reset says; none stops the partition with a typed
 // error and processes nothing.
 func TestNewGroupResetPolicies(t *testing.T) {
-	tp := offsetstore.TopicPartition{Topic: "t", Partition: 0}
+	newGroupResetPolicies(t, func(t *testing.T) *kafkatest.Kafka { return kafkatest.New(t, 1).Kafka })
+}
+
+// newGroupResetPolicies runs on the clusters cluster returns.
+func newGroupResetPolicies(t *testing.T, cluster func(*testing.T) *kafkatest.Kafka) {
 	tests := []struct {
 		policy    offsetstore.ResetPolicy
 		processed []int64 // offsets processed: 0..9 existed, 10..14 produced after start
@@ -59,12 +63,14 @@ func TestNewGroupResetPolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.policy.String(), func(t *testing.T) {
-			c := kafkatest.New(t, 1)
-			c.CreateTopic(t, "t", 1)
-			c.Produce(t, "t", 0, 10, values("old"))
+			c := cluster(t)
+			topic := c.Name("t")
+			tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
+			c.CreateTopic(t, topic, 1)
+			c.Produce(t, topic, 0, 10, values("old"))
 			rec := newRecorder()
 			ev := &events{}
-			cfg := fastConfig(c, "g-"+tt.policy.String(), "t")
+			cfg := fastConfig(c, c.Name("g-"+tt.policy.String()), topic)
 			cfg.Consumer.AutoOffsetReset = tt.policy
 			r := start(t, cfg, append(ev.options(), pipeline.WithStage("record", rec))...)
 			if tt.policy == offsetstore.ResetNone {
@@ -73,7 +79,7 @@ func TestNewGroupResetPolicies(t *testing.T) {
 				if !errors.As(ev.stopped[0].Err, &re) || re.Reason != offsetstore.ReasonNoCommittedOffset || re.Partition != tp {
 					t.Fatalf("stopped with %v, want a *ResetError for %s (no committed offset)", ev.stopped[0].Err, tp)
 				}
-				c.Produce(t, "t", 0, 5, values("new"))
+				c.Produce(t, topic, 0, 5, values("new"))
 				time.Sleep(300 * time.Millisecond)
 				if n := rec.total(); n != 0 {
 					t.Fatalf("processed %d records of a stopped partition", n)
@@ -85,7 +91,7 @@ func TestNewGroupResetPolicies(t *testing.T) {
 				return
 			}
 			waitFor(t, 10*time.Second, "the start to resolve", func() bool { return ev.resetCount() > 0 })
-			c.Produce(t, "t", 0, 5, values("new"))
+			c.Produce(t, topic, 0, 5, values("new"))
 			waitFor(t, 10*time.Second, "the records", func() bool { return rec.total() >= len(tt.processed) })
 			if err := r.shutdown(t); err != nil {
 				t.Fatal(err)
@@ -97,7 +103,7 @@ func TestNewGroupResetPolicies(t *testing.T) {
 			if len(rs) != 1 || rs[0].Reason != offsetstore.ReasonNoCommittedOffset || rs[0].To != tt.to || rs[0].From != -1 {
 				t.Fatalf("resets %+v, want one no_committed_offset to %d", rs, tt.to)
 			}
-			if got := c.Committed(t, cfg.Consumer.Group, "t")[0]; got != 15 {
+			if got := c.Committed(t, cfg.Consumer.Group, topic)[0]; got != 15 {
 				t.Fatalf("committed %d, want 15", got)
 			}
 		})
@@ -109,31 +115,37 @@ func TestNewGroupResetPolicies(t *testing.T) {
 // watermark (5). The policy decides the new start, the reset is reported
 // as data loss, and the new records are processed and committed.
 func TestCommittedAboveHighWatermark(t *testing.T) {
-	tp := offsetstore.TopicPartition{Topic: "recreated", Partition: 0}
-	c := kafkatest.New(t, 1)
-	c.CreateTopic(t, "recreated", 1)
-	c.Produce(t, "recreated", 0, 50, values("old"))
-	c.CommitOffsets(t, "g-loss", "recreated", map[int32]int64{0: 50})
+	committedAboveHighWatermark(t, kafkatest.New(t, 1).Kafka)
+}
+
+func committedAboveHighWatermark(t *testing.T, c *kafkatest.Kafka) {
+	topic, group := c.Name("recreated"), c.Name("g-loss")
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
+	c.CreateTopic(t, topic, 1)
+	c.Produce(t, topic, 0, 50, values("old"))
+	c.CommitOffsets(t, group, topic, map[int32]int64{0: 50})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Admin.DeleteTopics(ctx, "recreated"); err != nil {
+	if _, err := c.Admin.DeleteTopics(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	c.CreateTopic(t, "recreated", 1)
-	c.Produce(t, "recreated", 0, 5, values("new"))
-	if c.Committed(t, "g-loss", "recreated")[0] != 50 {
+	// Apache Kafka may still be removing the old topic for a moment.
+	var err error
+	waitFor(t, 10*time.Second, "the topic to be created again", func() bool { err = c.CreateTopicE(topic, 1); return err == nil })
+	c.Produce(t, topic, 0, 5, values("new"))
+	if c.Committed(t, group, topic)[0] != 50 {
 		// The broker dropped the deleted topic's offsets (Kafka does so
-		// too, eventually); put back what a group that committed just
-		// before the deletion still has.
-		c.CommitOffsets(t, "g-loss", "recreated", map[int32]int64{0: 50})
+		// too); put back what a group that committed just before the
+		// deletion still has.
+		c.CommitOffsets(t, group, topic, map[int32]int64{0: 50})
 	}
 
 	rec := newRecorder()
 	ev := &events{}
-	r := start(t, fastConfig(c, "g-loss", "recreated"), append(ev.options(), pipeline.WithStage("record", rec))...)
+	r := start(t, fastConfig(c, group, topic), append(ev.options(), pipeline.WithStage("record", rec))...)
 	waitFor(t, 10*time.Second, "5 records", func() bool { return rec.total() >= 5 })
-	waitFor(t, 5*time.Second, "commit 5", func() bool { return c.Committed(t, "g-loss", "recreated")[0] == 5 })
+	waitFor(t, 5*time.Second, "commit 5", func() bool { return c.Committed(t, group, topic)[0] == 5 })
 	if err := r.shutdown(t); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +156,7 @@ func TestCommittedAboveHighWatermark(t *testing.T) {
 	if len(rs) != 1 || rs[0].Reason != offsetstore.ReasonAboveHighWatermark || !rs[0].DataLoss || rs[0].From != 50 || rs[0].To != 0 {
 		t.Fatalf("resets %+v, want one data-loss reset 50 -> 0", rs)
 	}
-	if got := c.Committed(t, "g-loss", "recreated")[0]; got != 5 {
+	if got := c.Committed(t, group, topic)[0]; got != 5 {
 		t.Fatalf("committed %d, want 5 (the watermark restarts after data loss)", got)
 	}
 }
@@ -153,14 +165,18 @@ func TestCommittedAboveHighWatermark(t *testing.T) {
 // consumer has not read yet; it resumes at the new log start with a
 // reset event, and processes everything after it.
 func TestFallsBelowLogStartWhileRunning(t *testing.T) {
-	tp := offsetstore.TopicPartition{Topic: "slow", Partition: 0}
-	c := kafkatest.New(t, 1)
-	c.CreateTopic(t, "slow", 1)
-	c.Produce(t, "slow", 0, 100, func(i int) []byte { return []byte(fmt.Sprintf("%0100d", i)) }) // 200 bytes each
+	fallsBelowLogStartWhileRunning(t, kafkatest.New(t, 1).Kafka)
+}
+
+func fallsBelowLogStartWhileRunning(t *testing.T, c *kafkatest.Kafka) {
+	topic, group := c.Name("slow"), c.Name("g-slow")
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
+	c.CreateTopic(t, topic, 1)
+	c.Produce(t, topic, 0, 100, func(i int) []byte { return []byte(fmt.Sprintf("%0100d", i)) }) // 200 bytes each
 	rec := newRecorder()
 	gate := make(chan struct{})
 	ev := &events{}
-	cfg := fastConfig(c, "g-slow", "slow")
+	cfg := fastConfig(c, group, topic)
 	cfg.Consumer.MaxPartitionFetchBytes = 1 * pipeline.KiB // small fetches: a few records each
 	cfg.Consumer.BufferBytes = 1 * pipeline.KiB
 	cfg.Consumer.FetchMaxBytes = 1 * pipeline.KiB
@@ -178,7 +194,7 @@ func TestFallsBelowLogStartWhileRunning(t *testing.T) {
 		return err == nil && st.BufferedBytes > 0
 	})
 	// The consumer holds a few records; retention deletes up to 70.
-	c.DeleteRecords(t, "slow", 0, 70)
+	c.DeleteRecords(t, topic, 0, 70)
 	close(gate)
 	waitFor(t, 10*time.Second, "the reset", func() bool { return len(ev.resetsOf(tp)) > 1 })
 	waitFor(t, 10*time.Second, "the records after the log start", func() bool {
@@ -200,8 +216,8 @@ func TestFallsBelowLogStartWhileRunning(t *testing.T) {
 			t.Fatalf("processed %v: not in order, or a gap no reset explains", got)
 		}
 	}
-	if got[len(got)-1] != 99 || c.Committed(t, "g-slow", "slow")[0] != 100 {
-		t.Fatalf("processed up to %d, committed %d; want 99 and 100", got[len(got)-1], c.Committed(t, "g-slow", "slow")[0])
+	if got[len(got)-1] != 99 || c.Committed(t, group, topic)[0] != 100 {
+		t.Fatalf("processed up to %d, committed %d; want 99 and 100", got[len(got)-1], c.Committed(t, group, topic)[0])
 	}
 }
 

@@ -17,10 +17,14 @@ import (
 // returns within the shutdown deadline; nothing is processed after Run
 // returns.
 func TestGracefulShutdownCommitsProcessed(t *testing.T) {
-	tp := offsetstore.TopicPartition{Topic: "orders", Partition: 0}
-	c := kafkatest.New(t, 1)
-	c.CreateTopic(t, "orders", 1)
-	c.Produce(t, "orders", 0, 300, values("o"))
+	gracefulShutdownCommitsProcessed(t, kafkatest.New(t, 1).Kafka)
+}
+
+func gracefulShutdownCommitsProcessed(t *testing.T, c *kafkatest.Kafka) {
+	topic, group := c.Name("orders"), c.Name("g-stop")
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
+	c.CreateTopic(t, topic, 1)
+	c.Produce(t, topic, 0, 300, values("o"))
 	rec := newRecorder()
 	var started, finished atomic.Int64
 	slow := stages.StageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
@@ -29,7 +33,7 @@ func TestGracefulShutdownCommitsProcessed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // ignores ctx: the stop must wait for it
 		return rec.Process(ctx, in)
 	})
-	cfg := fastConfig(c, "g-stop", "orders")
+	cfg := fastConfig(c, group, topic)
 	cfg.ShutdownTimeout = 5 * time.Second
 	cfg.Consumer.MaxPartitionFetchBytes = 200 // a few records per batch
 	cfg.Consumer.CommitInterval = time.Hour   // only the shutdown commits
@@ -56,7 +60,7 @@ func TestGracefulShutdownCommitsProcessed(t *testing.T) {
 			t.Fatalf("processed %v: out of order", processed)
 		}
 	}
-	if got := c.Committed(t, "g-stop", "orders")[0]; got != n {
+	if got := c.Committed(t, group, topic)[0]; got != n {
 		t.Fatalf("committed %d after processing %d records: the commit must be exactly the processed watermark", got, n)
 	}
 	time.Sleep(200 * time.Millisecond)

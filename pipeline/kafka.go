@@ -3,6 +3,7 @@ package pipeline
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -116,3 +117,26 @@ func (c *connection) dialer() *kafka.Dialer {
 }
 
 func (c *connection) addr() net.Addr { return kafka.TCP(c.brokers...) }
+
+// connectHint names the settings to check after connecting to the brokers
+// failed with err: the TLS trust settings for a certificate the client
+// does not trust, the SASL settings for refused credentials, and all of
+// them otherwise (an EOF or a time-out can be TLS against a plaintext
+// listener, or a broker hanging up on bad credentials).
+func connectHint(err error) string {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	switch {
+	case errors.As(err, &unknown), errors.As(err, &invalid):
+		return "check kafka.tls.ca_file: it must hold the CA that signed the brokers' certificates (empty: the system's CAs)"
+	case errors.As(err, &host):
+		return "check kafka.tls.server_name and kafka.brokers: the brokers' certificate does not name the address dialled"
+	case errors.Is(err, kafka.SASLAuthenticationFailed):
+		return "check kafka.sasl.username, kafka.sasl.password and kafka.sasl.mechanism: the brokers refused them"
+	case errors.Is(err, kafka.UnsupportedSASLMechanism), errors.Is(err, kafka.IllegalSASLState):
+		return "check kafka.sasl.mechanism: the brokers' listener does not accept it"
+	}
+	return "check kafka.brokers, kafka.tls and kafka.sasl, and that the brokers are up; " +
+		"a time-out or EOF can mean TLS to a plaintext listener or the reverse"
+}

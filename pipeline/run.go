@@ -83,8 +83,8 @@ func (r *runner) checkCluster(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("cannot reach the Kafka cluster at %v within %v: %w "+
-			"(check kafka.brokers, kafka.tls and kafka.sasl, and that the brokers are up)", cfg.Kafka.Brokers, cfg.Kafka.DialTimeout, err)
+		return fmt.Errorf("cannot reach the Kafka cluster at %v within %v: %w (%s)",
+			cfg.Kafka.Brokers, cfg.Kafka.DialTimeout, err, connectHint(err))
 	}
 	resp, ok := m.(*meta.Response)
 	if !ok {

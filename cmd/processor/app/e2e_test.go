@@ -154,6 +154,12 @@ func recorded(t *testing.T, path string) map[string]int {
 // the end of every partition.
 func TestBinaryRestartLosesNothing(t *testing.T) {
 	addr, _ := startBroker(t, "--topics", "in", "--partitions", "4")
+	binaryRestartLosesNothing(t, addr)
+}
+
+// binaryRestartLosesNothing runs on the cluster at addr, which has a topic
+// "in" of 4 partitions.
+func binaryRestartLosesNothing(t *testing.T, addr string) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

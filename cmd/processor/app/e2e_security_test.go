@@ -1,0 +1,126 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+)
+
+// TestBinarySASLTLS runs the binary with configs/sasl-tls.yaml against
+// kfake with TLS and SASL/SCRAM-SHA-512.
+func TestBinarySASLTLS(t *testing.T) {
+	ca := kafkatest.NewCA(t)
+	const user, password = "order-enricher", "Enricher-Secret-1618"
+	c := kafkatest.NewWithClient(t, 1,
+		[]kgo.Opt{kgo.DialTLSConfig(ca.ClientTLS()), kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism())},
+		kfake.TLS(ca.ServerTLS()), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password))
+	binarySASLTLS(t, c.Kafka, c.Addrs[0], ca.CAFile, user, password)
+}
+
+// binarySASLTLS: the example configuration for a cluster with TLS and
+// SCRAM (configs/sasl-tls.yaml) runs as documented, with the bootstrap
+// address, CA and credentials from the environment: its consumer group,
+// its produce stage, its dead-letter topic and its lag monitor all
+// authenticate; the password appears in no output.
+func binarySASLTLS(t *testing.T, c *kafkatest.Kafka, bootstrap, caFile, user, password string) {
+	for _, topic := range []string{"orders", "orders.enriched", "orders.dlq"} {
+		c.CreateTopic(t, topic, 1)
+	}
+	for i := 0; i < 20; i++ {
+		v := fmt.Sprintf(`{"order_id": %d, "amount": %d}`, i, 10*i)
+		if i%5 == 4 {
+			v = `{"note": "no order id"}` // the json stage rejects it: a dead letter
+		}
+		if err := c.ProduceE("orders", 0, 1, 1, func(int) []byte { return []byte(v) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, file, _, _ := runtime.Caller(0)
+	cfg := filepath.Join(filepath.Dir(file), "..", "..", "..", "configs", "sasl-tls.yaml")
+	p := startProcessor(t, []string{"KAFKA_BOOTSTRAP=" + bootstrap, "KAFKA_CA_FILE=" + caFile, "KAFKA_USERNAME=" + user, "KAFKA_PASSWORD=" + password},
+		"run", "-c", cfg, "--http", "off", "--max-records", "20", "--progress", "1s")
+	if code := p.wait(t, 60*time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.stderr)
+	}
+	if _, hw := c.Bounds(t, "orders.enriched", 0); hw != 16 {
+		t.Errorf("orders.enriched has %d records, want 16", hw)
+	}
+	if _, hw := c.Bounds(t, "orders.dlq", 0); hw != 4 {
+		t.Errorf("orders.dlq has %d records, want 4", hw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := c.Admin.FetchOffsets(ctx, "order-enricher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := offs.Lookup("orders", 0); o.At != 20 {
+		t.Errorf("committed %d, want 20", o.At)
+	}
+	// the lag comes from the monitor's own (franz-go) client
+	if !strings.Contains(p.stderr.String(), "committed lag 0;") {
+		t.Errorf("the summary does not report lag 0 (the lag monitor could not read the cluster?):\n%s", p.stderr)
+	}
+	if out := p.stdout.String() + p.stderr.String(); strings.Contains(out, password) {
+		t.Fatal("the output shows the password")
+	}
+}
+
+var (
+	procOnce sync.Once
+	procPath string
+	procErr  error
+)
+
+// startProcessor starts the processor binary itself (the built-in stages),
+// built once per test run next to the test binary; it is killed at the end
+// of the test if still running.
+func startProcessor(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	dir := filepath.Dir(testBinary(t))
+	procOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			procErr = err
+			return
+		}
+		procPath = filepath.Join(dir, "processor-builtin")
+		cmd := exec.Command("go", "build", "-o", procPath, "./cmd/processor")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			procErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if procErr != nil {
+		t.Fatal(procErr)
+	}
+	p := &process{cmd: exec.Command(procPath, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
