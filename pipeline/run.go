@@ -78,17 +78,32 @@ func (r *runner) checkCluster(ctx context.Context) error {
 	defer cancel()
 	outputs := r.p.outputTopics()
 	topics := append(slices.Clone(cfg.Consumer.Topics), outputs...)
-	m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: topics})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	var resp *meta.Response
+	// A topic created a moment ago is known to some brokers before the
+	// others: ask again, with fresh metadata, for a few seconds before
+	// calling it missing.
+	for wait := 250 * time.Millisecond; ; wait *= 2 {
+		m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: topics})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("cannot reach the Kafka cluster at %v within %v: %w (%s)",
+				cfg.Kafka.Brokers, cfg.Kafka.DialTimeout, err, connectHint(err))
 		}
-		return fmt.Errorf("cannot reach the Kafka cluster at %v within %v: %w (%s)",
-			cfg.Kafka.Brokers, cfg.Kafka.DialTimeout, err, connectHint(err))
-	}
-	resp, ok := m.(*meta.Response)
-	if !ok {
-		return fmt.Errorf("unexpected metadata response %T", m)
+		var ok bool
+		if resp, ok = m.(*meta.Response); !ok {
+			return fmt.Errorf("unexpected metadata response %T", m)
+		}
+		unknown := slices.ContainsFunc(resp.Topics, func(t meta.ResponseTopic) bool {
+			creatable := cfg.Kafka.CreateTopics && !slices.Contains(cfg.Consumer.Topics, t.Name)
+			return t.ErrorCode == int16(kafka.UnknownTopicOrPartition) && !creatable
+		})
+		if !unknown || wait > time.Second || !sleepCtx(cctx, wait) {
+			break
+		}
+		// an empty CreateTopics makes the transport reload its metadata
+		_, _ = r.transport.RoundTrip(cctx, r.conn.addr(), &createtopics.Request{})
 	}
 	var errs []error
 	var create []string
@@ -321,6 +336,18 @@ func serve[T any](ctx context.Context, in <-chan T, loop *coordinatorLoop, do fu
 				return
 			}
 		}
+	}
+}
+
+// sleepCtx waits d, or less if ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
