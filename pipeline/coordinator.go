@@ -11,7 +11,6 @@ import (
 	"github.com/fencepost-dev/fencepost/stages/commit"
 	"github.com/fencepost-dev/fencepost/stages/fetch"
 	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // coordinatorConfig is what the coordinator needs from the pipeline
@@ -171,19 +170,19 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 }
 
 // handle applies one event and then plans new work. It never blocks and
-// never panics on bad input: surprising events are counted and ignored.
-func (c *coordinator) handle(ev any) {
+// never panics on bad input: surprising results are counted and ignored.
+func (c *coordinator) handle(ev event) {
 	switch e := ev.(type) {
-	case *fetch.Result:
-		c.onFetch(e)
-	case *process.Report:
-		c.onProcessed(e)
-	case *resolve.Result:
-		c.onResolve(e)
-	case *commit.Result:
-		c.onCommit(e)
-	case *fetch.Leaders:
-		c.onLeaders(e)
+	case fetchedEvent:
+		c.onFetch(e.r)
+	case processedEvent:
+		c.onProcessed(e.r)
+	case resolvedEvent:
+		c.onResolve(e.r)
+	case committedEvent:
+		c.onCommit(e.r)
+	case leadersEvent:
+		c.onLeaders(e.l)
 	case tickEvent:
 		c.onTick(e.now)
 	case *assignEvent:
@@ -199,8 +198,8 @@ func (c *coordinator) handle(ev any) {
 		c.onFlush(e)
 	case *statsEvent:
 		e.done <- c.snapshot()
-	default:
-		c.ignore("unknown event", zap.String("type", fmt.Sprintf("%T", ev)))
+	default: // nil
+		c.ignore("no event", zap.String("type", fmt.Sprintf("%T", ev)))
 	}
 	c.plan()
 }

@@ -76,7 +76,7 @@ func BenchmarkCoordinatorFetchResult(b *testing.B) {
 		for r := 0; r < n; r++ {
 			h.fetches = h.fetches[:0]
 			results[r].Request = f
-			c.handle(&results[r])
+			c.handle(fetchedEvent{&results[r]})
 			f = h.fetches[0]
 			// the run loop takes the message for processing after
 			// every event
@@ -91,7 +91,7 @@ func BenchmarkCoordinatorFetchResult(b *testing.B) {
 				rep.Completions = append(rep.Completions, process.Completion{Batch: bt})
 			}
 		}
-		c.handle(rep)
+		c.handle(processedEvent{rep})
 		b.StartTimer()
 	}
 }
@@ -107,7 +107,7 @@ func BenchmarkCoordinatorProcessedReport(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		h.fetches = h.fetches[:0]
-		c.handle(benchFetchResult(f))
+		c.handle(fetchedEvent{benchFetchResult(f)})
 		f = h.fetches[0]
 		m, _ := c.takeProcessMessage()
 		rep := &process.Report{Completions: make([]process.Completion, len(m.Batches))}
@@ -116,6 +116,6 @@ func BenchmarkCoordinatorProcessedReport(b *testing.B) {
 		}
 		b.StartTimer()
 
-		c.handle(rep)
+		c.handle(processedEvent{rep})
 	}
 }

@@ -4,11 +4,40 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages/commit"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
-// The coordinator's input events that do not come from a stage. Stage
-// results arrive as their own types: *fetch.Result, *fetch.Leaders,
-// *resolve.Result, *process.Report, *commit.Result.
+// event is what the coordinator receives. The set is closed: the types
+// below are every event there is, so handle's switch lists all of them
+// and nothing else can arrive.
+type event interface{ coordinatorEvent() }
+
+// Results of the pipeline's steps, each a distinct event.
+type (
+	fetchedEvent   struct{ r *fetch.Result }   // a fetch answered
+	leadersEvent   struct{ l *fetch.Leaders }  // partition leaders refreshed
+	resolvedEvent  struct{ r *resolve.Result } // a lookup answered
+	processedEvent struct{ r *process.Report } // batches finished processing
+	committedEvent struct{ r *commit.Result }  // a commit answered
+)
+
+func (fetchedEvent) coordinatorEvent()   {}
+func (leadersEvent) coordinatorEvent()   {}
+func (resolvedEvent) coordinatorEvent()  {}
+func (processedEvent) coordinatorEvent() {}
+func (committedEvent) coordinatorEvent() {}
+func (*assignEvent) coordinatorEvent()   {}
+func (*revokeEvent) coordinatorEvent()   {}
+func (*seekEvent) coordinatorEvent()     {}
+func (*pauseEvent) coordinatorEvent()    {}
+func (*flushEvent) coordinatorEvent()    {}
+func (*statsEvent) coordinatorEvent()    {}
+func (tickEvent) coordinatorEvent()      {}
+
+// The coordinator's input events that do not come from a step.
 
 // assignedPartition is one partition of a new generation with where it
 // should start: offsetstore.Committed(n) if the group has an offset for

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -65,11 +66,31 @@ func newCoordHarness(t harnessT, cfg coordinatorConfig) *coordHarness {
 	return h
 }
 
-// send delivers one event and collects what the coordinator emitted.
+// send delivers one event (or a step's result, wrapped in its event)
+// and collects what the coordinator emitted.
 func (h *coordHarness) send(ev any) {
 	h.c.now = h.now
-	h.c.handle(ev)
+	h.c.handle(asEvent(ev))
 	h.collect()
+}
+
+// asEvent wraps a step's result in its event; events pass as they are.
+func asEvent(v any) event {
+	switch x := v.(type) {
+	case event:
+		return x
+	case *fetch.Result:
+		return fetchedEvent{x}
+	case *fetch.Leaders:
+		return leadersEvent{x}
+	case *resolve.Result:
+		return resolvedEvent{x}
+	case *process.Report:
+		return processedEvent{x}
+	case *commit.Result:
+		return committedEvent{x}
+	}
+	panic(fmt.Sprintf("no coordinator event for %T", v))
 }
 
 func (h *coordHarness) collect() {

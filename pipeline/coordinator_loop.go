@@ -14,7 +14,8 @@ import (
 // takes the event (the loop always takes events).
 type coordinatorLoop struct {
 	c        *coordinator
-	events   chan any
+	events   chan event
+	reports  chan *process.Report // from processing
 	process  chan<- process.Message
 	notices  chan<- Notice
 	tick     time.Duration
@@ -24,14 +25,15 @@ type coordinatorLoop struct {
 	pendingP []process.Message
 }
 
-func newCoordinatorLoop(c *coordinator, process chan<- process.Message, notices chan<- Notice, tick time.Duration) *coordinatorLoop {
+func newCoordinatorLoop(c *coordinator, toProcess chan<- process.Message, notices chan<- Notice, tick time.Duration) *coordinatorLoop {
 	if tick <= 0 {
 		tick = 50 * time.Millisecond
 	}
 	return &coordinatorLoop{
 		c:       c,
-		events:  make(chan any, 256),
-		process: process,
+		events:  make(chan event, 256),
+		reports: make(chan *process.Report, 1),
+		process: toProcess,
 		notices: notices,
 		tick:    tick,
 		clock:   time.Now,
@@ -41,7 +43,7 @@ func newCoordinatorLoop(c *coordinator, process chan<- process.Message, notices 
 
 // send delivers an event to the coordinator. It returns false if ctx ended
 // or the coordinator stopped first.
-func (l *coordinatorLoop) send(ctx context.Context, ev any) bool {
+func (l *coordinatorLoop) send(ctx context.Context, ev event) bool {
 	select {
 	case <-l.stopped:
 		return false
@@ -89,6 +91,9 @@ func (l *coordinatorLoop) run(ctx context.Context) {
 		case ev := <-l.events:
 			l.c.now = l.clock()
 			l.c.handle(ev)
+		case r := <-l.reports:
+			l.c.now = l.clock()
+			l.c.handle(processedEvent{r})
 		case now := <-t.C:
 			l.c.handle(tickEvent{now: now})
 		case procCh <- procMsg:

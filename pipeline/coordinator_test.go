@@ -236,11 +236,11 @@ func TestCoordinatorLoop(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { loop.run(ctx); close(stopped) }()
 
-	loop.send(ctx, &fetch.Leaders{Leaders: map[offsetstore.TopicPartition]int32{tp0: 1}})
+	loop.send(ctx, leadersEvent{&fetch.Leaders{Leaders: map[offsetstore.TopicPartition]int32{tp0: 1}}})
 	loop.send(ctx, &assignEvent{gen: 1, store: offsetstore.NewMemoryStore(1), partitions: []assignedPartition{{tp: tp0, start: offsetstore.Committed(0)}}})
 	f := <-fetches
 	res := &fetch.Result{Request: f, Partitions: []fetch.PartitionResult{records(f.At(0), 3, 0, 3)}}
-	loop.send(ctx, res)
+	loop.send(ctx, fetchedEvent{res})
 	m := <-toProcess
 	if len(m.Batches) != 1 || m.Batches[0].Span() != (offsetstore.Span{Start: 0, End: 3}) {
 		t.Fatalf("processing got %+v", m)

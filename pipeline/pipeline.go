@@ -129,7 +129,7 @@ func (p *Pipeline) loopStopped() <-chan struct{} {
 }
 
 // send delivers an application request to the running coordinator.
-func (p *Pipeline) send(ctx context.Context, ev any) error {
+func (p *Pipeline) send(ctx context.Context, ev event) error {
 	l := p.loop.Load()
 	if l == nil {
 		return ErrNotRunning
@@ -143,7 +143,7 @@ func (p *Pipeline) send(ctx context.Context, ev any) error {
 	return nil
 }
 
-func (p *Pipeline) await(ctx context.Context, ev any, done chan error) error {
+func (p *Pipeline) await(ctx context.Context, ev event, done chan error) error {
 	stopped := p.loopStopped()
 	if err := p.send(ctx, ev); err != nil {
 		return err

@@ -225,7 +225,7 @@ func (r *runner) run(ctx context.Context) error {
 				ch = make(chan fetchJob, 1)
 				fetchers[k] = ch
 				wg.Go(func() {
-					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) any { return fetcher.Fetch(j.ctx, j.batch) })
+					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{fetcher.Fetch(j.ctx, j.batch)} })
 				})
 			}
 			if fetchCtx.Err() != nil {
@@ -254,12 +254,12 @@ func (r *runner) run(ctx context.Context) error {
 	})
 
 	wg.Go(func() { loop.run(runCtx) })
-	wg.Go(func() { processor.Run(runCtx, processCh, loop.events) })
+	wg.Go(func() { processor.Run(runCtx, processCh, loop.reports) })
 	wg.Go(func() {
-		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsetstore.ResolveBatch) any { return resolver.Resolve(ctx, b) })
+		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsetstore.ResolveBatch) event { return resolvedEvent{resolver.Resolve(ctx, b)} })
 	})
 	wg.Go(func() {
-		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) any { return committer.Commit(ctx, c) })
+		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) event { return committedEvent{committer.Commit(ctx, c)} })
 	})
 	wg.Go(func() { r.refreshMetadata(runCtx, metadata, metaCh, loop) })
 	wg.Go(func() { r.notify(runCtx, noticeCh) })
@@ -326,7 +326,7 @@ type fetchJob struct {
 
 // serve runs a worker: one request at a time, its result to the
 // coordinator.
-func serve[T any](ctx context.Context, in <-chan T, loop *coordinatorLoop, do func(context.Context, T) any) {
+func serve[T any](ctx context.Context, in <-chan T, loop *coordinatorLoop, do func(context.Context, T) event) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -368,7 +368,7 @@ func (r *runner) refreshMetadata(ctx context.Context, m *fetch.Metadata, asked <
 		lctx, cancel := context.WithTimeout(ctx, r.p.cfg.Kafka.DialTimeout)
 		l := m.Leaders(lctx, refresh)
 		cancel()
-		if ctx.Err() != nil || !loop.send(ctx, l) {
+		if ctx.Err() != nil || !loop.send(ctx, leadersEvent{l}) {
 			return
 		}
 		select {

@@ -53,10 +53,9 @@ type unitDone struct {
 }
 
 // Run processes messages from in until ctx ends or in is closed, and
-// sends every report of completions to out (the coordinator's event
-// channel). Before returning it waits for running work: stage calls see
+// sends every report of completions to out (the coordinator's). Before returning it waits for running work: stage calls see
 // ctx, so a cancelled ctx makes them return early.
-func (p *Processor) Run(ctx context.Context, in <-chan Message, out chan<- any) {
+func (p *Processor) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 	s := p.sched
 	workers := pool.New().WithMaxGoroutines(p.cfg.Concurrency)
 	done := make(chan unitDone, p.cfg.Concurrency)
@@ -92,7 +91,7 @@ func (p *Processor) Run(ctx context.Context, in <-chan Message, out chan<- any) 
 		if in == nil && s.Running() == 0 && report == nil {
 			return
 		}
-		var sendCh chan<- any
+		var sendCh chan<- *Report
 		if report != nil {
 			sendCh = out
 		}

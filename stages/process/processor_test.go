@@ -34,7 +34,7 @@ func sameKey(int64) string { return "k" }
 // harness runs a Processor and collects its completions.
 type harness struct {
 	in     chan Message
-	out    chan any
+	out    chan *Report
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
@@ -43,13 +43,13 @@ type harness struct {
 
 func run(t *testing.T, cfg Config) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{in: make(chan Message), out: make(chan any), cancel: cancel, done: make(chan struct{})}
+	h := &harness{in: make(chan Message), out: make(chan *Report), cancel: cancel, done: make(chan struct{})}
 	p := NewProcessor(cfg)
 	go func() { p.Run(ctx, h.in, h.out); close(h.done) }()
 	go func() {
 		for ev := range h.out {
 			h.mu.Lock()
-			h.got = append(h.got, ev.(*Report).Completions...)
+			h.got = append(h.got, ev.Completions...)
 			h.mu.Unlock()
 		}
 	}()

@@ -256,7 +256,7 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 	}
 	p := process.NewProcessor(process.Config{Chain: chain, Concurrency: conc, KeyOrdering: rn.KeyOrdering})
 	in := make(chan process.Message, 1)
-	out := make(chan any)
+	out := make(chan *process.Report)
 	in <- msg
 	close(in)
 	done := make(chan struct{})
@@ -269,7 +269,7 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 	for n := 0; n < want; {
 		select {
 		case ev := <-out:
-			for _, c := range ev.(*process.Report).Completions {
+			for _, c := range ev.Completions {
 				tp := Partition{Topic: c.Batch.Partition().Topic, Partition: c.Batch.Partition().Partition}
 				got[tp] = append(got[tp], c)
 				n++
