@@ -256,7 +256,9 @@ func (r *runner) run(ctx context.Context) error {
 	wg.Go(func() { loop.run(runCtx) })
 	wg.Go(func() { processor.Run(runCtx, processCh, loop.reports) })
 	wg.Go(func() {
-		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsetstore.ResolveBatch) event { return resolvedEvent{resolver.Resolve(ctx, b)} })
+		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsetstore.ResolveBatch) event {
+			return resolvedEvent{resolver.Resolve(ctx, b)}
+		})
 	})
 	wg.Go(func() {
 		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) event { return committedEvent{committer.Commit(ctx, c)} })
