@@ -148,14 +148,14 @@ func group(name string) string { return fmt.Sprintf("%s-%d", name, groupSeq.Add(
 // every second), and franz-go's kgo PollFetches with autocommit.
 func BenchmarkConsume(b *testing.B) {
 	c := cluster(b)
-	for _, lanes := range []int{1, 2} {
-		b.Run(fmt.Sprintf("fencepost/fetch_concurrency=%d", lanes), func(b *testing.B) {
+	for _, fetchers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("fencepost/fetch_concurrency=%d", fetchers), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				measure(b, func(ctx context.Context, seen func(int)) {
 					p, err := pipeline.New(pipeline.Config{
 						Kafka: pipeline.KafkaConfig{Brokers: c.Addrs},
 						Consumer: pipeline.ConsumerConfig{Group: group("fencepost"), Topics: []string{benchTopic},
-							CommitInterval: time.Second, FetchConcurrency: lanes},
+							CommitInterval: time.Second, FetchConcurrency: fetchers},
 					}, pipeline.WithStage("count", stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 						seen(len(in))
 						return in, nil

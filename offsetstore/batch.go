@@ -23,17 +23,17 @@ type FetchEntry struct {
 type FetchBatch struct {
 	id       BatchID
 	broker   int32
-	lane     int
+	fetcher  int
 	gen      Generation
 	maxBytes int32
 	entries  []FetchEntry
 }
 
 // NewFetchBatch builds a batch for one fetcher (a broker and one of its
-// lanes: the concurrent requests to that broker) from entries (copied).
+// fetchers: the concurrent requests to that broker) from entries (copied).
 // maxBytes is the response size the request may ask for.
-func NewFetchBatch(broker int32, lane int, gen Generation, maxBytes int32, entries []FetchEntry) FetchBatch {
-	return FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, lane: lane, gen: gen, maxBytes: maxBytes,
+func NewFetchBatch(broker int32, fetcher int, gen Generation, maxBytes int32, entries []FetchEntry) FetchBatch {
+	return FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, fetcher: fetcher, gen: gen, maxBytes: maxBytes,
 		entries: append([]FetchEntry(nil), entries...)}
 }
 
@@ -62,8 +62,8 @@ func (b *FetchBatchBuilder) Len() int { return len(b.entries) }
 // Build returns the batch of the entries added so far and empties the
 // builder. The batch owns the entries; the builder never touches them
 // again.
-func (b *FetchBatchBuilder) Build(broker int32, lane int, gen Generation, maxBytes int32) FetchBatch {
-	fb := FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, lane: lane, gen: gen, maxBytes: maxBytes, entries: b.entries}
+func (b *FetchBatchBuilder) Build(broker int32, fetcher int, gen Generation, maxBytes int32) FetchBatch {
+	fb := FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, fetcher: fetcher, gen: gen, maxBytes: maxBytes, entries: b.entries}
 	b.entries = nil
 	return fb
 }
@@ -71,8 +71,9 @@ func (b *FetchBatchBuilder) Build(broker int32, lane int, gen Generation, maxByt
 // Broker is the leader the batch is routed to.
 func (b FetchBatch) Broker() int32 { return b.broker }
 
-// Lane is which of the broker's concurrent fetchers the batch is for.
-func (b FetchBatch) Lane() int { return b.lane }
+// Fetcher is which of the broker's concurrent fetchers (0 to
+// consumer.fetch_concurrency-1) the batch is for.
+func (b FetchBatch) Fetcher() int { return b.fetcher }
 
 // Generation is the group generation the batch belongs to.
 func (b FetchBatch) Generation() Generation { return b.gen }

@@ -29,7 +29,7 @@ type coordinatorConfig struct {
 	// fetch reserves (of the budget) what its partitions can return.
 	// <= 0: a fetch reserves fetchMaxBytes.
 	partitionMaxBytes int32
-	fetchLanes        int // concurrent fetch requests per broker (default 1)
+	fetchersPerBroker int // concurrent fetch requests per broker (default 1)
 	retryBackoff      time.Duration
 	maxRetryBackoff   time.Duration
 	metadataBackoff   time.Duration // least time between metadata refreshes asked for missing leaders
@@ -148,8 +148,8 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 	if cfg.fetchMaxBytes <= 0 {
 		cfg.fetchMaxBytes = 50 << 20
 	}
-	if cfg.fetchLanes <= 0 {
-		cfg.fetchLanes = 1
+	if cfg.fetchersPerBroker <= 0 {
+		cfg.fetchersPerBroker = 1
 	}
 	if cfg.budget <= 0 {
 		cfg.budget = 64 << 20

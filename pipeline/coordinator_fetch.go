@@ -11,7 +11,7 @@ import (
 
 func (c *coordinator) onFetch(r *fetch.Result) {
 	req := r.Request
-	b := c.brokers[fetcherKey{req.Broker(), req.Lane()}]
+	b := c.brokers[fetcherKey{req.Broker(), req.Fetcher()}]
 	if b == nil {
 		c.ignore("fetch result that matches no fetch in flight", zap.Int32("broker", req.Broker()))
 		return
@@ -163,10 +163,10 @@ func (c *coordinator) makeReady(p *partition) {
 	}
 	b := p.leaderF
 	if b == nil || b.id != p.leader {
-		k := fetcherKey{broker: p.leader, lane: p.slot % c.cfg.fetchLanes}
+		k := fetcherKey{broker: p.leader, index: p.slot % c.cfg.fetchersPerBroker}
 		b = c.brokers[k]
 		if b == nil {
-			b = &fetcher{id: k.broker, lane: k.lane}
+			b = &fetcher{id: k.broker, index: k.index}
 			c.brokers[k] = b
 			c.fetchers = append(c.fetchers, b)
 		}
@@ -212,7 +212,7 @@ func (c *coordinator) planFetch(b *fetcher) {
 	}
 	b.reserved = maxBytes
 	c.reserved += maxBytes
-	batch := fb.Build(b.id, b.lane, c.gen, int32(maxBytes))
+	batch := fb.Build(b.id, b.index, c.gen, int32(maxBytes))
 	b.flight.start(batch.ID(), slots)
 	c.scratchSlots = slots[:0]
 	c.out.fetch(batch)

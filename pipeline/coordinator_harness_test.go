@@ -53,10 +53,10 @@ func newCoordHarness(t harnessT, cfg coordinatorConfig) *coordHarness {
 	h.c = newCoordinator(cfg, coordinatorOutputs{
 		resolve: func(b offsetstore.ResolveBatch) { h.resolves = append(h.resolves, b) },
 		fetch: func(b offsetstore.FetchBatch) {
-			// in broker and lane order, whatever order the coordinator
+			// in broker and fetcher order, whatever order the coordinator
 			// planned them in, so a rapid run replays
 			i, _ := slices.BinarySearchFunc(h.fetches, b, func(x, y offsetstore.FetchBatch) int {
-				return cmp.Or(cmp.Compare(x.Broker(), y.Broker()), cmp.Compare(x.Lane(), y.Lane()), 1)
+				return cmp.Or(cmp.Compare(x.Broker(), y.Broker()), cmp.Compare(x.Fetcher(), y.Fetcher()), 1)
 			})
 			h.fetches = slices.Insert(h.fetches, i, b)
 		},

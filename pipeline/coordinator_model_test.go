@@ -90,15 +90,15 @@ type model struct {
 
 func newModel(t *rapid.T) *model {
 	cfg := coordinatorConfig{
-		policy:          offsetstore.ResetPolicy(rapid.IntRange(0, 2).Draw(t, "policy")),
-		validate:        rapid.Bool().Draw(t, "validate"),
-		commitInterval:  time.Second,
-		budget:          int64(rapid.IntRange(5, 40).Draw(t, "budget")),
-		fetchMaxBytes:   8,
-		retryBackoff:    100 * time.Millisecond,
-		maxRetryBackoff: time.Second,
-		metadataBackoff: 200 * time.Millisecond,
-		fetchLanes:      rapid.IntRange(1, 2).Draw(t, "fetch lanes"),
+		policy:            offsetstore.ResetPolicy(rapid.IntRange(0, 2).Draw(t, "policy")),
+		validate:          rapid.Bool().Draw(t, "validate"),
+		commitInterval:    time.Second,
+		budget:            int64(rapid.IntRange(5, 40).Draw(t, "budget")),
+		fetchMaxBytes:     8,
+		retryBackoff:      100 * time.Millisecond,
+		maxRetryBackoff:   time.Second,
+		metadataBackoff:   200 * time.Millisecond,
+		fetchersPerBroker: rapid.IntRange(1, 2).Draw(t, "fetchers per broker"),
 	}
 	m := &model{
 		h:       newCoordHarness(t, cfg),

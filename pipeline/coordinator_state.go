@@ -173,18 +173,18 @@ func (p *partition) backoff(c *coordinator) {
 	c.retryPending = true
 }
 
-// fetcherKey names a fetcher: one of the lanes (concurrent requests) of
+// fetcherKey names a fetcher: one of the concurrent fetch requests of
 // a broker.
 type fetcherKey struct {
 	broker int32
-	lane   int
+	index  int
 }
 
 // fetcher is the coordinator's view of one fetcher: at most one request
 // in flight, for partitions the broker leads.
 type fetcher struct {
 	id       int32 // broker
-	lane     int
+	index    int
 	ready    []int    // slots of fetchable partitions it fetches next
 	flight   inFlight // the fetch in flight
 	reserved int64    // bytes the fetch in flight may return

@@ -174,7 +174,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		retryBackoff:      100 * time.Millisecond,
 		maxRetryBackoff:   time.Second,
 		metadataBackoff:   200 * time.Millisecond,
-		fetchLanes:        rapid.IntRange(1, 2).Draw(t, "fetch lanes"),
+		fetchersPerBroker: rapid.IntRange(1, 2).Draw(t, "fetchers per broker"),
 	}
 	m := &rpModel{
 		h:           newCoordHarness(t, cfg),

@@ -211,7 +211,7 @@ func (r *runner) run(ctx context.Context) error {
 		budget:            int64(cfg.Consumer.BufferBytes),
 		fetchMaxBytes:     int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
 		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
-		fetchLanes:        cfg.Consumer.FetchConcurrency,
+		fetchersPerBroker: cfg.Consumer.FetchConcurrency,
 		metadataBackoff:   100 * time.Millisecond,
 	}, coordinatorOutputs{
 		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
@@ -219,7 +219,7 @@ func (r *runner) run(ctx context.Context) error {
 		metadata: func() { trySend(metaCh) },
 		// Called on the coordinator goroutine only: fetchers is its.
 		fetch: func(b offsetstore.FetchBatch) {
-			k := fetcherKey{broker: b.Broker(), lane: b.Lane()}
+			k := fetcherKey{broker: b.Broker(), index: b.Fetcher()}
 			ch := fetchers[k]
 			if ch == nil {
 				ch = make(chan fetchJob, 1)
