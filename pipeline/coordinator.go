@@ -50,9 +50,9 @@ type coordinatorOutputs struct {
 	abortFetches func()
 }
 
-// Notice is something the coordinator reports to the application: a
+// notice is something the coordinator reports to the application: a
 // reset, or a partition that stopped.
-type Notice struct {
+type notice struct {
 	Reset   *offsetstore.ResetEvent
 	Stopped *PartitionStopped
 }
@@ -127,7 +127,7 @@ type coordinator struct {
 	lastMetaReq  time.Time
 
 	toProcess    process.Message // next message for processing
-	notices      []Notice
+	notices      []notice
 	scratchR     []offsetstore.ResolveEntry
 	scratchSlots []int
 }

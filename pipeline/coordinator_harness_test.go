@@ -31,7 +31,7 @@ type coordHarness struct {
 	commits  []commit.Request           // sent, not yet answered
 	metadata int                        // metadata refreshes asked for
 	messages []process.Message          // taken from the coordinator, in order
-	notices  []Notice
+	notices  []notice
 }
 
 // harnessT is what the harness needs of *testing.T, *testing.B and

@@ -17,15 +17,15 @@ type coordinatorLoop struct {
 	events   chan event
 	reports  chan *process.Report // from processing
 	process  chan<- process.Message
-	notices  chan<- Notice
+	notices  chan<- notice
 	tick     time.Duration
 	clock    func() time.Time
 	stopped  chan struct{}
-	queued   []Notice
+	queued   []notice
 	pendingP []process.Message
 }
 
-func newCoordinatorLoop(c *coordinator, toProcess chan<- process.Message, notices chan<- Notice, tick time.Duration) *coordinatorLoop {
+func newCoordinatorLoop(c *coordinator, toProcess chan<- process.Message, notices chan<- notice, tick time.Duration) *coordinatorLoop {
 	if tick <= 0 {
 		tick = 50 * time.Millisecond
 	}
@@ -76,14 +76,14 @@ func (l *coordinatorLoop) run(ctx context.Context) {
 		var (
 			procCh   chan<- process.Message
 			procMsg  process.Message
-			noticeCh chan<- Notice
-			notice   Notice
+			noticeCh chan<- notice
+			next     notice
 		)
 		if len(l.pendingP) > 0 {
 			procCh, procMsg = l.process, l.pendingP[0]
 		}
 		if len(l.queued) > 0 && l.notices != nil {
-			noticeCh, notice = l.notices, l.queued[0]
+			noticeCh, next = l.notices, l.queued[0]
 		}
 		select {
 		case <-ctx.Done():
@@ -99,8 +99,8 @@ func (l *coordinatorLoop) run(ctx context.Context) {
 		case procCh <- procMsg:
 			l.pendingP[0] = process.Message{}
 			l.pendingP = l.pendingP[1:]
-		case noticeCh <- notice:
-			l.queued[0] = Notice{}
+		case noticeCh <- next:
+			l.queued[0] = notice{}
 			l.queued = l.queued[1:]
 		}
 	}

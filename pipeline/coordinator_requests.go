@@ -43,7 +43,7 @@ func (c *coordinator) onSeek(e *seekEvent) error {
 		ev := offsetstore.ResetEvent{Partition: p.tp, Reason: offsetstore.ReasonSeek, From: from, To: off,
 			Skipped: offsetstore.Skipped(from, off, -1, -1), LogStart: -1, HighWatermark: -1, Epoch: p.epoch}
 		c.stats.resets.Add(1)
-		c.notices = append(c.notices, Notice{Reset: &ev})
+		c.notices = append(c.notices, notice{Reset: &ev})
 		c.log.Info("partition reset", zap.Stringer("partition", p.tp), zap.Stringer("reason", ev.Reason),
 			zap.Int64("from", from), zap.Int64("to", off), zap.Int64("skipped", ev.Skipped))
 		c.moveWatermark(p, from, off, false)

@@ -139,7 +139,7 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	c.newEpoch(p)
 	ev.Epoch = p.epoch
 	c.stats.resets.Add(1)
-	c.notices = append(c.notices, Notice{Reset: &ev})
+	c.notices = append(c.notices, notice{Reset: &ev})
 	lvl := zap.InfoLevel
 	if dataLoss || (ev.Skipped > 0 && reason != offsetstore.ReasonSeek && reason != offsetstore.ReasonNoCommittedOffset) {
 		lvl = zap.WarnLevel
@@ -218,7 +218,7 @@ func (c *coordinator) stop(p *partition, err error) {
 	c.stats.stops.Add(1)
 	p.state, p.stopErr = Stopped, err
 	p.req = offsetstore.StartRequest{}
-	c.notices = append(c.notices, Notice{Stopped: &PartitionStopped{Partition: p.tp, Err: err}})
+	c.notices = append(c.notices, notice{Stopped: &PartitionStopped{Partition: p.tp, Err: err}})
 	c.log.Error("partition stopped", zap.Stringer("partition", p.tp), zap.Error(err))
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -107,7 +108,7 @@ func start(t testing.TB, cfg pipeline.Config, opts ...pipeline.Option) *running 
 		}
 		log = zaptest.NewLogger(tt, zaptest.Level(lvl))
 	}
-	p, err := pipeline.New(cfg, append([]pipeline.Option{pipeline.WithLogger(log)}, opts...)...)
+	p, err := pipeline.New(cfg, append([]pipeline.Option{pipeline.WithLogger(logging.ForStage(log))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
@@ -97,7 +98,7 @@ func saslOverTLS(t *testing.T, sc secureCluster) {
 			logs := &logSink{}
 			rec := newRecorder()
 			began := time.Now()
-			r := start(t, cfg, pipeline.WithStage("record", rec), pipeline.WithLogger(logs.logger()))
+			r := start(t, cfg, pipeline.WithStage("record", rec), pipeline.WithLogger(logging.ForStage(logs.logger())))
 			if tt.want == "" {
 				waitFor(t, 20*time.Second, "commits of 10 and 10", func() bool {
 					got := c.Committed(t, group, topic)

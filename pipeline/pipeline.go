@@ -29,6 +29,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/process"
@@ -51,7 +52,7 @@ type Pipeline struct {
 	log     *zap.Logger
 	onReset func(offsetstore.ResetEvent)
 	onStop  func(PartitionStopped)
-	sink    process.DeadLetterSink
+	sink    stages.Producer
 	outputs []string
 	tick    time.Duration
 
@@ -70,8 +71,10 @@ func WithStage(name string, s stages.Stage) Option {
 	return func(p *Pipeline) { p.stages = append(p.stages, process.NamedStage{Name: name, Stage: s}) }
 }
 
-// WithLogger sets the logger (default: none).
-func WithLogger(l *zap.Logger) Option { return func(p *Pipeline) { p.log = l } }
+// WithLogger sets where the pipeline logs (default: nowhere): resets,
+// stopped partitions, rebalances, failures, with key-value pairs. A
+// *slog.Logger is one (its handler's level decides what is written).
+func WithLogger(l stages.Logger) Option { return func(p *Pipeline) { p.log = logging.ToZap(l) } }
 
 // OnReset registers a function called for every reset (reason, from, to,
 // records skipped; DataLoss marks a data-loss reset). It runs on a
@@ -86,8 +89,12 @@ func OnPartitionStopped(fn func(PartitionStopped)) Option {
 
 // WithDeadLetterSink sends failed records to s instead of a dead-letter
 // topic; unless DeadLetterConfig.Policy says otherwise, the policy becomes
-// "topic" (dead-letter and continue).
-func WithDeadLetterSink(s process.DeadLetterSink) Option { return func(p *Pipeline) { p.sink = s } }
+// "topic" (dead-letter and continue). s.Produce must return nil only once
+// the records are durably written: until then their partition waits and
+// the write is retried. A stages.Permanent error makes the pipeline send
+// a truncated dead letter instead (see stages.HeaderTruncated), and stop
+// the partition if that is refused too.
+func WithDeadLetterSink(s stages.Producer) Option { return func(p *Pipeline) { p.sink = s } }
 
 // WithOutputTopics names topics the stages write to. Run checks at start
 // that they exist, as it does for the consumed topics and the

@@ -15,7 +15,7 @@ import (
 
 // Producer writes records to one topic with acks=all, batching
 // concurrent writes. It implements stages.Producer and
-// process.DeadLetterSink. Records go to the partition their key hashes to
+// a dead-letter sink (WithDeadLetterSink). Records go to the partition their key hashes to
 // (records without a key are spread round-robin).
 //
 // An error that writing the same records again cannot fix (a record
@@ -105,11 +105,6 @@ func permanentProduceError(err error) bool {
 	}
 	var ke kafka.Error
 	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
-}
-
-// Send implements process.DeadLetterSink.
-func (p *Producer) Send(ctx context.Context, records []stages.Record) error {
-	return p.Produce(ctx, records)
 }
 
 // Close flushes and releases the producer's connections (kafka-go's

@@ -338,7 +338,7 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 // scriptSink is the dead-letter sink.
 type scriptSink struct{ m *rpModel }
 
-func (s *scriptSink) Send(_ context.Context, recs []stages.Record) error {
+func (s *scriptSink) Produce(_ context.Context, recs []stages.Record) error {
 	m, obs := s.m, s.m.cur
 	for _, r := range recs {
 		src := sourceOf(r)

@@ -28,7 +28,7 @@ type runner struct {
 	p         *Pipeline
 	conn      *connection
 	transport *kafka.Transport
-	sink      process.DeadLetterSink
+	sink      stages.Producer
 	closeSink func() error
 }
 
@@ -196,7 +196,7 @@ func (r *runner) run(ctx context.Context) error {
 	commitCh := make(chan commit.Request, 1)
 	metaCh := make(chan struct{}, 1)
 	processCh := make(chan process.Message)
-	noticeCh := make(chan Notice, 64)
+	noticeCh := make(chan notice, 64)
 	fetchers := map[fetcherKey]chan fetchJob{}
 	// fetchCtx is the context of the fetches sent since the last abort;
 	// only the coordinator goroutine (through its outputs) touches it.
@@ -385,7 +385,7 @@ func (r *runner) refreshMetadata(ctx context.Context, m *fetch.Metadata, asked <
 }
 
 // notify hands notices to the application's hooks, in order.
-func (r *runner) notify(ctx context.Context, in <-chan Notice) {
+func (r *runner) notify(ctx context.Context, in <-chan notice) {
 	for {
 		select {
 		case <-ctx.Done():

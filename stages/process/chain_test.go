@@ -164,7 +164,7 @@ func TestChainIsolation(t *testing.T) {
 
 type memSink struct{ got []stages.Record }
 
-func (m *memSink) Send(_ context.Context, rs []stages.Record) error {
+func (m *memSink) Produce(_ context.Context, rs []stages.Record) error {
 	m.got = append(m.got, rs...)
 	return nil
 }
@@ -310,7 +310,7 @@ type refusingSink struct {
 	got []stages.Record
 }
 
-func (s *refusingSink) Send(_ context.Context, rs []stages.Record) error {
+func (s *refusingSink) Produce(_ context.Context, rs []stages.Record) error {
 	if _, truncated := rs[0].Header(stages.HeaderTruncated); s.all || !truncated {
 		return stages.Permanent(errors.New("MESSAGE_TOO_LARGE"))
 	}

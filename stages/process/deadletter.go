@@ -13,18 +13,6 @@ import (
 // maxEnvelopeKey is the largest key a truncated dead letter keeps.
 const maxEnvelopeKey = 1024
 
-// DeadLetterSink receives records that failed a stage after their
-// retries. Send returns nil only once every record is durably written
-// (for a Kafka topic: acknowledged). Until then the partition waits and
-// Send is retried, so no record is lost, unless the error is permanent
-// (stages.Permanent: the sink will never take this record, e.g. it is too
-// large): then a truncated dead letter is sent in its place (no value,
-// the error and source headers, stages.HeaderTruncated and stages.HeaderSourceSize),
-// and if the sink refuses that too, the partition stops.
-type DeadLetterSink interface {
-	Send(ctx context.Context, records []stages.Record) error
-}
-
 // FailurePolicy says what happens to a record a stage keeps rejecting.
 type FailurePolicy struct {
 	// Retries is how many times a failing record is retried alone
@@ -39,9 +27,16 @@ type FailurePolicy struct {
 	// it finished every stage), nothing after it is processed until a
 	// Seek.
 	Stop bool
-	// Sink receives dead letters. With Stop false and a nil Sink, a
-	// failing record is logged and dropped (counted as skipped).
-	Sink DeadLetterSink
+	// Sink receives dead letters. Its Produce returns nil only once the
+	// records are durably written (for a Kafka topic: acknowledged);
+	// until then the partition waits and Produce is retried, so no
+	// record is lost, unless the error is permanent (stages.Permanent:
+	// the sink will never take this record, e.g. it is too large): then
+	// a truncated dead letter goes in its place (no value, the error and
+	// source headers, stages.HeaderTruncated and HeaderSourceSize), and
+	// if the sink refuses that too, the partition stops. With Stop false
+	// and a nil Sink, a failing record is logged and dropped.
+	Sink stages.Producer
 }
 
 // deadLetter hands the record to the sink, retrying until it is
@@ -85,7 +80,7 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 		wait = 100 * time.Millisecond
 	}
 	for {
-		err := c.Policy.Sink.Send(ctx, []stages.Record{dl})
+		err := c.Policy.Sink.Produce(ctx, []stages.Record{dl})
 		if err == nil || stages.IsPermanent(err) {
 			return err
 		}

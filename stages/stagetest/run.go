@@ -308,7 +308,7 @@ type memorySink struct {
 	got  map[Partition][]stages.Record
 }
 
-func (s *memorySink) Send(ctx context.Context, records []stages.Record) error {
+func (s *memorySink) Produce(ctx context.Context, records []stages.Record) error {
 	if s.next != nil {
 		if err := s.next.Produce(ctx, records); err != nil {
 			return err

@@ -86,7 +86,7 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	}
 	// The pipeline logs resets and stopped partitions itself, and checks
 	// at start that the topics the stages write to exist.
-	opts := []pipeline.Option{pipeline.WithLogger(r.log), pipeline.WithOutputTopics(producers.topics()...)}
+	opts := []pipeline.Option{pipeline.WithLogger(logging.ForStage(r.log)), pipeline.WithOutputTopics(producers.topics()...)}
 	var names []string
 	for _, b := range built {
 		opts = append(opts, pipeline.WithStage(b.name, b.stage))
