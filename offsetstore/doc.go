@@ -16,4 +16,12 @@
 // Batches are immutable: their fields are unexported, constructors copy
 // their inputs and accessors return copies, so a batch can be sent on a
 // channel and read by any goroutine without locks.
+//
+// Who it is for: applications use [TopicPartition], the [StartRequest]s
+// of Seek ([Exact], [Earliest], [Latest], [AtTime]) and what OnReset and a
+// stopped partition report ([ResetEvent], [ResetReason], [ResetError],
+// with [ResetPolicy] for auto_offset_reset). The rest (positions, batches,
+// the watermark, the CommitStore, generations and epochs) is the
+// engine's: the pipeline and its steps exchange it, it is documented for
+// readers of the engine, and it may change.
 package offsetstore

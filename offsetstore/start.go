@@ -148,9 +148,9 @@ func (p ResetPolicy) String() string {
 	return "ResetPolicy(" + strconv.Itoa(int(p)) + ")"
 }
 
-// ParseResetPolicy parses "earliest", "latest" or "none" (case-insensitive;
+// parseResetPolicy parses "earliest", "latest" or "none" (case-insensitive;
 // the empty string is earliest).
-func ParseResetPolicy(s string) (ResetPolicy, error) {
+func parseResetPolicy(s string) (ResetPolicy, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "earliest", "smallest", "beginning":
 		return ResetEarliest, nil
@@ -168,7 +168,7 @@ func (p ResetPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), 
 // UnmarshalText implements encoding.TextUnmarshaler, so a ResetPolicy can
 // be read from YAML or JSON as "earliest", "latest" or "none".
 func (p *ResetPolicy) UnmarshalText(b []byte) error {
-	v, err := ParseResetPolicy(string(b))
+	v, err := parseResetPolicy(string(b))
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func benchCoordinator(b *testing.B, n int) (*coordHarness, offsetstore.FetchBatc
 		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
 	}
 	h.leaders(leaders)
-	h.assign(1, offsetstore.NewMemoryStore(1), parts...)
+	h.assign(1, newMemoryStore(1), parts...)
 	return h, h.takeFetch(1)
 }
 

@@ -72,7 +72,7 @@ type model struct {
 	gen        offsetstore.Generation
 	active     bool
 	revokeDone chan error
-	stores     map[offsetstore.Generation]*offsetstore.MemoryStore
+	stores     map[offsetstore.Generation]*memoryStore
 
 	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
 	out    []batchOut
@@ -104,7 +104,7 @@ func newModel(t *rapid.T) *model {
 		h:       newCoordHarness(t, cfg),
 		logs:    map[offsetstore.TopicPartition]*logBounds{},
 		leaders: map[offsetstore.TopicPartition]int32{},
-		stores:  map[offsetstore.Generation]*offsetstore.MemoryStore{},
+		stores:  map[offsetstore.Generation]*memoryStore{},
 		fenced:  map[offsetstore.TopicPartition]offsetstore.Epoch{},
 		checked: map[offsetstore.BatchID]bool{},
 	}
@@ -191,7 +191,7 @@ func (m *model) Assign(t *rapid.T) {
 		t.Skip("a generation is active")
 	}
 	m.gen += offsetstore.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
-	store := offsetstore.NewMemoryStore(m.gen)
+	store := newMemoryStore(m.gen)
 	m.stores[m.gen] = store
 	m.resetGenerationModel()
 	var parts []assignedPartition

@@ -30,7 +30,7 @@ func TestSeedInterleavingAllOrders(t *testing.T) {
 			for _, validate := range []bool{false, true} {
 				h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, validate: validate})
 				h.leaders(leaders)
-				h.assign(5, offsetstore.NewMemoryStore(5),
+				h.assign(5, newMemoryStore(5),
 					assignedPartition{tp: p1, start: offsetstore.Committed(10)},
 					assignedPartition{tp: p2, start: offsetstore.Committed(10)})
 				h.checkStructure()
@@ -118,7 +118,7 @@ func TestStaleLookupAfterSeekIsDropped(t *testing.T) {
 	tp := offsetstore.TopicPartition{Topic: "t", Partition: 0}
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
 	h.leaders(map[offsetstore.TopicPartition]int32{tp: 1})
-	h.assign(1, offsetstore.NewMemoryStore(1), assignedPartition{tp: tp, start: offsetstore.Committed(10)})
+	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp, start: offsetstore.Committed(10)})
 	h.answerFetch(h.takeFetch(1), outOfRange(40, 60))
 	lookup := h.takeResolve()
 	h.send(&seekEvent{tp: tp, req: offsetstore.Latest(), done: make(chan error, 1)})

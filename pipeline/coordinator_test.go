@@ -66,7 +66,7 @@ func TestResetDecisions(t *testing.T) {
 			}
 			h := newCoordHarness(t, coordinatorConfig{policy: tt.policy, validate: true})
 			h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
-			store := offsetstore.NewMemoryStore(1)
+			store := newMemoryStore(1)
 			h.assign(1, store, assignedPartition{tp: tp0, start: tt.start})
 			h.answerResolve(h.takeResolve(), bounds(ls, hw))
 			h.checkStructure()
@@ -125,7 +125,7 @@ func TestResetDecisions(t *testing.T) {
 func TestRevokeDrainsThenCommits(t *testing.T) {
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
 	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
-	store := offsetstore.NewMemoryStore(3)
+	store := newMemoryStore(3)
 	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
 	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
 	inflight := h.takeFetch(1) // the next fetch, at 10, is in flight
@@ -184,7 +184,7 @@ func TestRevokeDrainsThenCommits(t *testing.T) {
 func TestPauseKeepsPosition(t *testing.T) {
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
 	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
-	h.assign(1, offsetstore.NewMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(5)})
+	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(5)})
 	inflight := h.takeFetch(1)
 	h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp0}, pause: true, done: make(chan error, 1)})
 	h.answerFetch(inflight, func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 9, 0, 100) })
@@ -205,7 +205,7 @@ func TestPauseKeepsPosition(t *testing.T) {
 func TestCommitFencedIsNotResent(t *testing.T) {
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, commitInterval: time.Second})
 	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
-	h.assign(1, offsetstore.NewMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
 	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 4, 0, 100) })
 	h.completeAll()
 	h.advance(time.Second)
@@ -237,7 +237,7 @@ func TestCoordinatorLoop(t *testing.T) {
 	go func() { loop.run(ctx); close(stopped) }()
 
 	loop.send(ctx, leadersEvent{&fetch.Leaders{Leaders: map[offsetstore.TopicPartition]int32{tp0: 1}}})
-	loop.send(ctx, &assignEvent{gen: 1, store: offsetstore.NewMemoryStore(1), partitions: []assignedPartition{{tp: tp0, start: offsetstore.Committed(0)}}})
+	loop.send(ctx, &assignEvent{gen: 1, store: newMemoryStore(1), partitions: []assignedPartition{{tp: tp0, start: offsetstore.Committed(0)}}})
 	f := <-fetches
 	res := &fetch.Result{Request: f, Partitions: []fetch.PartitionResult{records(f.At(0), 3, 0, 3)}}
 	loop.send(ctx, fetchedEvent{res})

@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/commit"
@@ -139,7 +140,7 @@ type rpModel struct {
 	gen        offsetstore.Generation
 	active     bool
 	revokeDone chan error
-	stores     map[offsetstore.Generation]*offsetstore.MemoryStore
+	stores     map[offsetstore.Generation]*memoryStore
 	committed  map[offsetstore.TopicPartition]int64 // the group's committed offsets, across generations
 
 	pending   []process.Message // emitted by the coordinator, not yet accepted by processing
@@ -186,7 +187,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		dlPlans:     map[source]dlFate{},
 		rt:          t,
 		drawing:     true,
-		stores:      map[offsetstore.Generation]*offsetstore.MemoryStore{},
+		stores:      map[offsetstore.Generation]*memoryStore{},
 		committed:   map[offsetstore.TopicPartition]int64{},
 		handedSeq:   map[*fetch.Batch]int{},
 		lastStart:   map[keyRef]int{},
@@ -208,7 +209,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		Stages:  named,
 		Policy:  process.FailurePolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retries"), Backoff: time.Microsecond, Stop: m.stopPolicy, Sink: &scriptSink{m: m}},
 		Timeout: 2 * time.Millisecond,
-		Log:     m.h.c.log,
+		Log:     logging.ForStage(m.h.c.log),
 	}
 	for _, tp := range rpTPs {
 		m.hw[tp] = int64(rapid.IntRange(0, 12).Draw(t, "hw"))
@@ -388,7 +389,7 @@ func (m *rpModel) assign(tps []offsetstore.TopicPartition) {
 		old.Fence() // the broker refuses commits of ended generations
 	}
 	m.gen++
-	store := offsetstore.NewMemoryStore(m.gen)
+	store := newMemoryStore(m.gen)
 	m.stores[m.gen] = store
 	var parts []assignedPartition
 	for _, tp := range tps {
@@ -498,7 +499,7 @@ func (m *rpModel) answerCommit(outcome int) {
 		err = errors.New("coordinator load in progress")
 	case 1:
 		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded)
-		if s, ok := req.Store.(*offsetstore.MemoryStore); ok {
+		if s, ok := req.Store.(*memoryStore); ok {
 			s.Fence()
 		}
 	default:

@@ -14,6 +14,8 @@ import (
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/commit"
@@ -176,17 +178,18 @@ func (r *runner) run(ctx context.Context) error {
 	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.ShutdownTimeout, cancel) })
 	defer stopTimer()
 
+	client := kafkawire.New(r.transport, r.conn.addr())
 	fetcher, err := fetch.NewFetcher(fetch.Config{
-		Transport: r.transport, Addr: r.conn.addr(),
+		Client:  client,
 		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: int32(cfg.Consumer.FetchMinBytes),
 		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: cfg.Consumer.ReadCommitted,
 	})
 	if err != nil {
 		return err
 	}
-	resolver := resolve.NewResolver(r.transport, r.conn.addr(), cfg.Kafka.DialTimeout)
+	resolver := resolve.NewResolver(client, cfg.Kafka.DialTimeout)
 	committer := commit.NewCommitter(100*time.Millisecond, cfg.Kafka.DialTimeout)
-	metadata := fetch.NewMetadata(r.transport, r.conn.addr(), cfg.Consumer.Topics)
+	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics)
 
 	var wg conc.WaitGroup
 	defer wg.Wait()
@@ -244,13 +247,13 @@ func (r *runner) run(ctx context.Context) error {
 			Stop: cfg.DeadLetter.Policy == DeadLetterStop, Sink: r.sink,
 		},
 		Timeout:      cfg.Consumer.ProcessingTimeout,
-		Log:          log,
+		Log:          logging.ForStage(log),
 		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
 		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
 	}
 	processor := process.NewProcessor(process.Config{
 		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
-		Log: log, OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
+		Log: logging.ForStage(log), OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
 	})
 
 	wg.Go(func() { loop.run(runCtx) })

@@ -1,6 +1,10 @@
-// Package commit is the pipeline's commit stage: it writes a CommitBatch
+// Package commit is the pipeline's commit step: it writes a CommitBatch
 // to the CommitStore of the batch's generation, retrying transient
 // failures, and never resending a batch the group fenced.
+//
+// It is the engine's: package pipeline wires it, and nothing in it is
+// needed to write a stage (package stages) or to run a pipeline (package
+// pipeline). Its API serves the pipeline and may change.
 package commit
 
 import (

@@ -1,4 +1,4 @@
-// Package fetch is the pipeline's fetch stage: one multi-partition Fetch
+// Package fetch is the pipeline's fetch step: one multi-partition Fetch
 // request per broker through a kafka-go Transport, decoded into immutable
 // [Batch]es, and the metadata refresher that tells the coordinator which
 // broker leads each partition.
@@ -7,4 +7,8 @@
 // what to do with the answer; this package only talks to Kafka. Every
 // request is answered: a Fetcher returns one PartitionResult per entry,
 // even when the request fails as a whole.
+//
+// It is the engine's: package pipeline wires it, and nothing in it is
+// needed to write a stage (package stages) or to run a pipeline (package
+// pipeline). Its API serves the pipeline and may change.
 package fetch

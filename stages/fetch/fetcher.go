@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sort"
 	"time"
 
@@ -13,18 +12,17 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 	kfetch "github.com/segmentio/kafka-go/protocol/fetch"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// Config configures a Fetcher. The zero value of each field but Transport
-// and Addr is a useful default.
+// Config configures a Fetcher. The zero value of each field but Client is
+// a useful default.
 type Config struct {
-	// Transport sends the requests; required. Its metadata cache routes
-	// each request to the leader of its partitions.
-	Transport kafka.RoundTripper
-	// Addr is the bootstrap address (kafka.TCP(brokers...)); required.
-	Addr net.Addr
+	// Client sends the requests; required. Its transport's metadata
+	// cache routes each request to the leader of its partitions.
+	Client *kafkawire.Client
 	// MaxWait is how long the broker may hold a fetch waiting for
 	// MinBytes. Default 500ms.
 	MaxWait time.Duration
@@ -63,8 +61,8 @@ type Fetcher struct {
 
 // NewFetcher returns a Fetcher.
 func NewFetcher(cfg Config) (*Fetcher, error) {
-	if cfg.Transport == nil || cfg.Addr == nil {
-		return nil, errors.New("fetch: Config.Transport and Config.Addr are required")
+	if cfg.Client == nil {
+		return nil, errors.New("fetch: Config.Client is required")
 	}
 	cfg.defaults()
 	return &Fetcher{cfg: cfg}, nil
@@ -78,7 +76,7 @@ func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 	req := f.request(b)
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	m, err := f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, req)
+	m, err := f.cfg.Client.RoundTrip(ctx, req)
 	if err == nil && m == nil {
 		err = errors.New("empty fetch response")
 	}

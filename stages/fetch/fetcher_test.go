@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
@@ -46,7 +47,7 @@ func TestFetchDecoding(t *testing.T) {
 	waitHW(t, c, "tx", 0, 6)
 	tr := &kafka.Transport{MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
-	f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond})
+	f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "two", Partitions: []int32{0}, Err: kerr.NotLeaderForPartition})
 	tr := &kafka.Transport{MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
-	f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond})
+	f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestFetchReadCommitted(t *testing.T) {
 	tr := &kafka.Transport{MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
 	for _, committed := range []bool{true, false} {
-		f, err := fetch.NewFetcher(fetch.Config{Transport: tr, Addr: kafka.TCP(c.Addrs...), MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
+		f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
 		if err != nil {
 			t.Fatal(err)
 		}

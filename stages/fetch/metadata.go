@@ -3,12 +3,12 @@ package fetch
 import (
 	"context"
 	"fmt"
-	"net"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/createtopics"
 	meta "github.com/segmentio/kafka-go/protocol/metadata"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -16,14 +16,13 @@ import (
 // Transport's metadata cache, the same cache that routes fetches, so the
 // coordinator groups partitions the way the transport will send them.
 type Metadata struct {
-	transport kafka.RoundTripper
-	addr      net.Addr
-	topics    []string
+	client *kafkawire.Client
+	topics []string
 }
 
 // NewMetadata returns a Metadata for topics.
-func NewMetadata(transport kafka.RoundTripper, addr net.Addr, topics []string) *Metadata {
-	return &Metadata{transport: transport, addr: addr, topics: append([]string(nil), topics...)}
+func NewMetadata(client *kafkawire.Client, topics []string) *Metadata {
+	return &Metadata{client: client, topics: append([]string(nil), topics...)}
 }
 
 // Leaders returns the current leaders. With refresh it first makes the
@@ -33,7 +32,7 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 	if refresh {
 		m.refresh(ctx)
 	}
-	r, err := m.transport.RoundTrip(ctx, m.addr, &meta.Request{TopicNames: m.topics})
+	r, err := m.client.RoundTrip(ctx, &meta.Request{TopicNames: m.topics})
 	if err != nil {
 		return &Leaders{Err: fmt.Errorf("metadata: %w", err)}
 	}
@@ -70,5 +69,5 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 // it is the way to ask for a refresh without waiting for the timer.
 // If it fails, the timer still refreshes the cache; nothing else to do.
 func (m *Metadata) refresh(ctx context.Context) {
-	_, _ = m.transport.RoundTrip(ctx, m.addr, &createtopics.Request{})
+	_, _ = m.client.RoundTrip(ctx, &createtopics.Request{})
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -30,7 +28,7 @@ type Chain struct {
 	// one by one, the one that keeps failing is retried and then
 	// dead-lettered or stops its partition. Zero means no limit.
 	Timeout time.Duration
-	Log     *zap.Logger
+	Log     stages.Logger // required
 	// OnDeadLetter, if set, is called for every record dead-lettered or
 	// dropped by policy (after the sink acknowledged it).
 	OnDeadLetter func(r stages.Record, stage string, err error)
@@ -157,7 +155,7 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 		}
 	}
 	if known == nil {
-		c.Log.Debug("stage failed a batch; its records were run one by one", zap.String("stage", st.Name), zap.Error(batchErr))
+		c.Log.Debug("stage failed a batch; its records were run one by one", "stage", st.Name, "error", batchErr)
 	}
 	return out, -1, nil, nil
 }
@@ -210,8 +208,8 @@ func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]
 		}
 		reported = true
 		c.Log.Error("stage ignores cancellation: still running after its processing_timeout; its partition waits for it "+
-			"(make the stage return when its context is done)", zap.String("stage", st.Name),
-			zap.Duration("processing_timeout", c.Timeout), zap.Duration("running", time.Since(started)))
+			"(make the stage return when its context is done)", "stage", st.Name,
+			"processing_timeout", c.Timeout, "running", time.Since(started))
 		if c.OnStuck != nil {
 			c.OnStuck(st.Name, +1)
 		}
@@ -221,7 +219,7 @@ func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]
 	mu.Lock()
 	returned = true
 	if reported {
-		c.Log.Warn("stuck stage call returned", zap.String("stage", st.Name), zap.Duration("after", time.Since(started)))
+		c.Log.Warn("stuck stage call returned", "stage", st.Name, "after", time.Since(started))
 		if c.OnStuck != nil {
 			c.OnStuck(st.Name, -1)
 		}

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -44,8 +42,8 @@ type FailurePolicy struct {
 // sink refuses for good is replaced by a truncated dead letter; if that
 // is refused for good too, deadLetter returns an *UndeliverableError.
 func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, cause error) error {
-	fields := []zap.Field{zap.String("stage", stage), zap.String("topic", r.Topic), zap.Int32("partition", r.Partition), zap.Int64("offset", r.Offset)}
-	c.Log.Warn("record failed; sending it to the dead-letter sink", append(fields, zap.Error(cause))...)
+	fields := []any{"stage", stage, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset}
+	c.Log.Warn("record failed; sending it to the dead-letter sink", append(fields, "error", cause)...)
 	if c.Policy.Sink == nil {
 		c.Log.Error("record dropped: no dead-letter topic is configured (set dead_letter.topic, or policy stop)", fields...)
 		if c.OnDeadLetter != nil {
@@ -56,7 +54,7 @@ func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, c
 	err := c.send(ctx, deadLetter(r, stage, cause))
 	if err != nil && ctx.Err() == nil {
 		c.Log.Warn("the dead-letter sink refused the record for good; sending a truncated dead letter instead",
-			append(fields, zap.Int("size", r.Size()), zap.Error(err))...)
+			append(fields, "size", r.Size(), "error", err)...)
 		if err = c.send(ctx, envelope(r, stage, cause, err)); err != nil && ctx.Err() == nil {
 			return &stages.UndeliverableError{Stage: stage, Cause: cause, Refused: err}
 		}
@@ -87,7 +85,7 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		c.Log.Error("dead-letter write failed; retrying (the partition waits)", zap.Error(err))
+		c.Log.Error("dead-letter write failed; retrying (the partition waits)", "error", err)
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}

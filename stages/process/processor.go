@@ -4,8 +4,8 @@ import (
 	"context"
 	"runtime"
 
+	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/sourcegraph/conc/pool"
-	"go.uber.org/zap"
 )
 
 // Config configures a Processor.
@@ -18,7 +18,7 @@ type Config struct {
 	// of a partition with different keys are processed concurrently,
 	// records with the same key never are.
 	KeyOrdering bool
-	Log         *zap.Logger
+	Log         stages.Logger // default: stages.NopLogger
 	// OnDone, if set, is called with the number of source records of
 	// every batch that finished them.
 	OnDone func(records int)
@@ -37,7 +37,7 @@ func NewProcessor(cfg Config) *Processor {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Log == nil {
-		cfg.Log = zap.NewNop()
+		cfg.Log = stages.NopLogger
 	}
 	if cfg.Chain.Log == nil {
 		cfg.Chain.Log = cfg.Log

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -265,7 +264,7 @@ func TestStopPolicy(t *testing.T) {
 	}
 }
 
-func nopLog() *zap.Logger { return zap.NewNop() }
+func nopLog() stages.Logger { return stages.NopLogger }
 
 // dropped reports whether nothing of c's batch finished, without an error.
 func dropped(c Completion) bool { return c.Err == nil && c.FinishedBelow == c.Batch.Span().Start }

@@ -1,7 +1,11 @@
-// Package resolve is the pipeline's resolve stage: it looks up the log
+// Package resolve is the pipeline's resolve step: it looks up the log
 // bounds (log start offset, high watermark) and time offsets of
 // partitions with batched ListOffsets requests, for the coordinator to
 // turn start requests into positions and to validate committed offsets.
+//
+// It is the engine's: package pipeline wires it, and nothing in it is
+// needed to write a stage (package stages) or to run a pipeline (package
+// pipeline). Its API serves the pipeline and may change.
 package resolve
 
 import (
@@ -14,6 +18,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/listoffsets"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -24,17 +29,16 @@ const (
 
 // Resolver answers ResolveBatches. It is safe for concurrent use.
 type Resolver struct {
-	transport kafka.RoundTripper
-	addr      net.Addr
-	timeout   time.Duration
+	client  *kafkawire.Client
+	timeout time.Duration
 }
 
 // NewResolver returns a Resolver; timeout bounds one lookup (default 10s).
-func NewResolver(transport kafka.RoundTripper, addr net.Addr, timeout time.Duration) *Resolver {
+func NewResolver(client *kafkawire.Client, timeout time.Duration) *Resolver {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &Resolver{transport: transport, addr: addr, timeout: timeout}
+	return &Resolver{client: client, timeout: timeout}
 }
 
 type key struct {
@@ -68,7 +72,7 @@ func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Res
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	m, err := r.transport.RoundTrip(ctx, r.addr, req)
+	m, err := r.client.RoundTrip(ctx, req)
 	if err == nil {
 		if _, ok := m.(*listoffsets.Response); !ok {
 			err = fmt.Errorf("unexpected ListOffsets response %T", m)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
@@ -28,7 +29,7 @@ func TestResolve(t *testing.T) {
 	c.DeleteRecords(t, "r", 0, 3)
 	tr := &kafka.Transport{MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
-	r := resolve.NewResolver(tr, kafka.TCP(c.Addrs...), 5*time.Second)
+	r := resolve.NewResolver(kafkawire.New(tr, kafka.TCP(c.Addrs...)), 5*time.Second)
 	p0 := offsetstore.TopicPartition{Topic: "r", Partition: 0}
 	p1 := offsetstore.TopicPartition{Topic: "r", Partition: 1}
 	batch := offsetstore.NewResolveBatch(1, []offsetstore.ResolveEntry{

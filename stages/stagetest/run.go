@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/fetch"
@@ -178,7 +176,7 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step)
 	collect := &collector{got: map[Partition][]stages.Record{}}
 	chain := process.Chain{Stages: append(chk.wrap(steps), process.NamedStage{Name: "stagetest.outputs", Stage: collect}),
 		Policy:  process.FailurePolicy{Retries: rn.Policy.Retries, Backoff: backoff, Stop: rn.Policy.Stop, Sink: sink},
-		Timeout: rn.Timeout, Log: zap.NewNop()}
+		Timeout: rn.Timeout, Log: stages.NopLogger}
 
 	var msg process.Message
 	batches := map[Partition]int{}
