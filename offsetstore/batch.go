@@ -10,6 +10,32 @@ var batchSeq atomic.Uint64
 // answer is matched to its request by identity, not by shape.
 type BatchID uint64
 
+// batch is what every batch is: an identity, the group generation it
+// belongs to, and one entry per partition. Immutable: its fields are
+// unexported and the constructors own (or copy) the entries.
+type batch[E any] struct {
+	id      BatchID
+	gen     Generation
+	entries []E
+}
+
+// newBatch gives a batch of entries (owned from now on) a new identity.
+func newBatch[E any](gen Generation, entries []E) batch[E] {
+	return batch[E]{id: BatchID(batchSeq.Add(1)), gen: gen, entries: entries}
+}
+
+// ID identifies the batch; the zero ID belongs to no batch.
+func (b batch[E]) ID() BatchID { return b.id }
+
+// Generation is the group generation the batch belongs to.
+func (b batch[E]) Generation() Generation { return b.gen }
+
+// Len is the number of partitions in the batch.
+func (b batch[E]) Len() int { return len(b.entries) }
+
+// At returns entry i, 0 <= i < Len().
+func (b batch[E]) At(i int) E { return b.entries[i] }
+
 // FetchEntry is one partition of a [FetchBatch]: fetch from Position.
 type FetchEntry struct {
 	Partition TopicPartition
@@ -21,20 +47,17 @@ type FetchEntry struct {
 // builds it and the fetcher only reads it. The fetcher answers with one
 // result per entry, in the same order.
 type FetchBatch struct {
-	id       BatchID
+	batch[FetchEntry]
 	broker   int32
 	fetcher  int
-	gen      Generation
 	maxBytes int32
-	entries  []FetchEntry
 }
 
 // NewFetchBatch builds a batch for one fetcher (a broker and one of its
 // fetchers: the concurrent requests to that broker) from entries (copied).
 // maxBytes is the response size the request may ask for.
 func NewFetchBatch(broker int32, fetcher int, gen Generation, maxBytes int32, entries []FetchEntry) FetchBatch {
-	return FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, fetcher: fetcher, gen: gen, maxBytes: maxBytes,
-		entries: append([]FetchEntry(nil), entries...)}
+	return FetchBatch{batch: newBatch(gen, append([]FetchEntry(nil), entries...)), broker: broker, fetcher: fetcher, maxBytes: maxBytes}
 }
 
 // FetchBatchBuilder collects the entries of one FetchBatch; Build hands
@@ -63,7 +86,7 @@ func (b *FetchBatchBuilder) Len() int { return len(b.entries) }
 // builder. The batch owns the entries; the builder never touches them
 // again.
 func (b *FetchBatchBuilder) Build(broker int32, fetcher int, gen Generation, maxBytes int32) FetchBatch {
-	fb := FetchBatch{id: BatchID(batchSeq.Add(1)), broker: broker, fetcher: fetcher, gen: gen, maxBytes: maxBytes, entries: b.entries}
+	fb := FetchBatch{batch: newBatch(gen, b.entries), broker: broker, fetcher: fetcher, maxBytes: maxBytes}
 	b.entries = nil
 	return fb
 }
@@ -75,21 +98,9 @@ func (b FetchBatch) Broker() int32 { return b.broker }
 // consumer.fetch_concurrency-1) the batch is for.
 func (b FetchBatch) Fetcher() int { return b.fetcher }
 
-// Generation is the group generation the batch belongs to.
-func (b FetchBatch) Generation() Generation { return b.gen }
-
 // MaxBytes is the most response bytes the fetch may request; the byte
 // budget for fetched-but-unfinished records set it.
 func (b FetchBatch) MaxBytes() int32 { return b.maxBytes }
-
-// ID identifies the batch; the zero ID belongs to no batch.
-func (b FetchBatch) ID() BatchID { return b.id }
-
-// Len is the number of partitions in the batch.
-func (b FetchBatch) Len() int { return len(b.entries) }
-
-// At returns entry i, 0 <= i < Len().
-func (b FetchBatch) At(i int) FetchEntry { return b.entries[i] }
 
 // PositionAt returns the position of entry i, 0 <= i < Len().
 func (b FetchBatch) PositionAt(i int) Position { return b.entries[i].Position }
@@ -107,27 +118,13 @@ type ResolveEntry struct {
 // validated. Immutable; the resolver answers with one result per entry,
 // in order.
 type ResolveBatch struct {
-	id      BatchID
-	gen     Generation
-	entries []ResolveEntry
+	batch[ResolveEntry]
 }
 
 // NewResolveBatch builds a resolve batch from entries (copied).
 func NewResolveBatch(gen Generation, entries []ResolveEntry) ResolveBatch {
-	return ResolveBatch{id: BatchID(batchSeq.Add(1)), gen: gen, entries: append([]ResolveEntry(nil), entries...)}
+	return ResolveBatch{newBatch(gen, append([]ResolveEntry(nil), entries...))}
 }
-
-// Generation is the group generation the batch belongs to.
-func (b ResolveBatch) Generation() Generation { return b.gen }
-
-// ID identifies the batch; the zero ID belongs to no batch.
-func (b ResolveBatch) ID() BatchID { return b.id }
-
-// Len is the number of partitions in the batch.
-func (b ResolveBatch) Len() int { return len(b.entries) }
-
-// At returns entry i, 0 <= i < Len().
-func (b ResolveBatch) At(i int) ResolveEntry { return b.entries[i] }
 
 // CommitEntry is one partition's offset to commit: the next offset to
 // process, as Kafka expects.
@@ -140,27 +137,13 @@ type CommitEntry struct {
 // immutable, and it carries the generation it must be committed under; a
 // [CommitStore] refuses a batch whose generation is not its own.
 type CommitBatch struct {
-	id      BatchID
-	gen     Generation
-	entries []CommitEntry
+	batch[CommitEntry]
 }
 
 // NewCommitBatch builds a commit batch from entries (copied).
 func NewCommitBatch(gen Generation, entries []CommitEntry) CommitBatch {
-	return CommitBatch{id: BatchID(batchSeq.Add(1)), gen: gen, entries: append([]CommitEntry(nil), entries...)}
+	return CommitBatch{newBatch(gen, append([]CommitEntry(nil), entries...))}
 }
-
-// Generation is the generation the offsets were processed in.
-func (b CommitBatch) Generation() Generation { return b.gen }
-
-// ID identifies the batch; the zero ID belongs to no batch.
-func (b CommitBatch) ID() BatchID { return b.id }
-
-// Len is the number of partitions in the batch.
-func (b CommitBatch) Len() int { return len(b.entries) }
-
-// At returns entry i, 0 <= i < Len().
-func (b CommitBatch) At(i int) CommitEntry { return b.entries[i] }
 
 // Entries returns a copy of the entries.
 func (b CommitBatch) Entries() []CommitEntry { return append([]CommitEntry(nil), b.entries...) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -266,10 +267,8 @@ func (c Config) Validate() error {
 		}
 	}
 	if s := c.Kafka.SASL; s != nil {
-		switch strings.ToUpper(s.Mechanism) {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		default:
-			bad("kafka.sasl.mechanism", "%q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+		if _, err := kafkaauth.New(s.Mechanism, s.Username, ""); err != nil {
+			bad("kafka.sasl.mechanism", "%q is not %s", s.Mechanism, strings.Join(kafkaauth.Mechanisms, ", "))
 		}
 		if s.Username == "" {
 			bad("kafka.sasl.username", "required with SASL")

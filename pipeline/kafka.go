@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
-	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
 )
 
 // connection is what every kafka-go client of a pipeline shares: TLS,
@@ -71,23 +70,11 @@ func (c *TLS) Config() (*tls.Config, error) {
 }
 
 func saslMechanism(c *SASL) (sasl.Mechanism, error) {
-	switch strings.ToUpper(c.Mechanism) {
-	case "PLAIN":
-		return plain.Mechanism{Username: c.Username, Password: string(c.Password)}, nil
-	case "SCRAM-SHA-256":
-		m, err := scram.Mechanism(scram.SHA256, c.Username, string(c.Password))
-		if err != nil {
-			return nil, fmt.Errorf("kafka.sasl: %w", err)
-		}
-		return m, nil
-	case "SCRAM-SHA-512":
-		m, err := scram.Mechanism(scram.SHA512, c.Username, string(c.Password))
-		if err != nil {
-			return nil, fmt.Errorf("kafka.sasl: %w", err)
-		}
-		return m, nil
+	a, err := kafkaauth.New(c.Mechanism, c.Username, string(c.Password))
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.Mechanism)
+	return a.KafkaGo()
 }
 
 // transport returns a new Transport (each has its own metadata cache and

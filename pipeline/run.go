@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/logging"
+	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/commit"
@@ -84,7 +85,7 @@ func (r *runner) checkCluster(ctx context.Context) error {
 	// A topic created a moment ago is known to some brokers before the
 	// others: ask again, with fresh metadata, for a few seconds before
 	// calling it missing.
-	for wait := 250 * time.Millisecond; ; wait *= 2 {
+	for d := 250 * time.Millisecond; ; d *= 2 {
 		m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: topics})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -101,7 +102,7 @@ func (r *runner) checkCluster(ctx context.Context) error {
 			creatable := cfg.Kafka.CreateTopics && !slices.Contains(cfg.Consumer.Topics, t.Name)
 			return t.ErrorCode == int16(kafka.UnknownTopicOrPartition) && !creatable
 		})
-		if !unknown || wait > time.Second || !sleepCtx(cctx, wait) {
+		if !unknown || d > time.Second || !wait.For(cctx, d) {
 			break
 		}
 		// an empty CreateTopics makes the transport reload its metadata
@@ -341,18 +342,6 @@ func serve[T any](ctx context.Context, in <-chan T, loop *coordinatorLoop, do fu
 				return
 			}
 		}
-	}
-}
-
-// sleepCtx waits d, or less if ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -62,8 +62,10 @@ type Env struct {
 	// Never nil when the pipeline builds the stage; a factory called by
 	// hand may get a zero Env: use NopLogger then.
 	Log Logger
-	// Stdout is where printing stages write (os.Stdout in the binary, a
-	// buffer in tests).
+	// Stdout is where printing stages write (the process's standard
+	// output in the binary, a buffer in tests). It is safe for
+	// concurrent use: write a whole line with one Write and it lands
+	// whole, whatever other partitions print meanwhile.
 	Stdout io.Writer
 	// Producer returns a producer to a topic of the pipeline's cluster
 	// (acks=all), shared by stages writing to the same topic. nil where

@@ -32,17 +32,23 @@ type Stage struct {
 // Build builds the stage in env. The options were checked when the file
 // was loaded, so an error here comes from env (a producer that cannot be
 // created, say).
-func (s Stage) Build(env stages.Env) (st stages.Stage, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("stage %s: its New function panicked: %v", s.Name, r)
-		}
-	}()
-	st, err = s.Spec.New(s.Options, env)
+func (s Stage) Build(env stages.Env) (stages.Stage, error) {
+	st, err := newStage(s.Spec, s.Options, env)
 	if err != nil {
 		return nil, fmt.Errorf("stage %s (line %d): %w", s.Name, s.Pos.Line, err)
 	}
 	return st, nil
+}
+
+// newStage calls the spec's New, turning a panic into an error wrapping
+// errPanic.
+func newStage(spec stages.Spec, opts stages.Options, env stages.Env) (st stages.Stage, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			st, err = nil, fmt.Errorf("%w: %v", errPanic, r)
+		}
+	}()
+	return spec.New(opts, env)
 }
 
 // stageNodes holds the pipeline list's nodes until the stages are
@@ -272,14 +278,7 @@ func lintEnv(name string) stages.Env {
 // (an expression that does not compile) is reported now, at the
 // option's position when the factory says which option.
 func (d *decoder) lintBuild(st Stage, e *entry) {
-	s, err := func() (s stages.Stage, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%w: %v", errPanic, r)
-			}
-		}()
-		return st.Spec.New(st.Options, lintEnv(st.Spec.Name))
-	}()
+	s, err := newStage(st.Spec, st.Options, lintEnv(st.Spec.Name))
 	if errors.Is(err, stages.ErrNoProducer) {
 		// Expected without a cluster: the options were checked first.
 		return

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,13 +31,13 @@ func init() {
 	}
 }
 
-// logStage prints records. One Write per record, under mu, so lines of
-// concurrent partitions never interleave.
+// logStage prints records: one Write per record, of a whole line, to
+// Env.Stdout, which serializes writes (so lines of concurrent partitions
+// never interleave).
 type logStage struct {
 	format string
 	every  uint64
 	n      atomic.Uint64 // records seen
-	mu     sync.Mutex
 	w      io.Writer
 }
 
@@ -76,9 +75,7 @@ func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Reco
 			line.Reset()
 			s.format1(&line, r)
 			line.WriteByte('\n')
-			s.mu.Lock()
 			_, err := s.w.Write(line.Bytes())
-			s.mu.Unlock()
 			if err != nil {
 				return err
 			}

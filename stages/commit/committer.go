@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -45,19 +46,15 @@ func (c *Committer) Commit(ctx context.Context, r Request) *Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	wait := c.backoff
+	delay := c.backoff
 	for attempt := 1; ; attempt++ {
 		err := r.Store.Commit(ctx, r.Batch)
 		if err == nil || errors.Is(err, offsetstore.ErrGenerationEnded) || errors.Is(err, offsetstore.ErrStaleGeneration) {
 			return &Result{Batch: r.Batch, Err: err}
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !wait.For(ctx, delay) {
 			return &Result{Batch: r.Batch, Err: fmt.Errorf("commit of %d partitions failed after %d attempts: %w", r.Batch.Len(), attempt, err)}
-		case <-t.C:
 		}
-		wait = min(2*wait, 2*time.Second)
+		delay = min(2*delay, 2*time.Second)
 	}
 }

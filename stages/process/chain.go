@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -162,19 +163,19 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 
 // retry runs one record alone up to Policy.Retries more times.
 func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err error) ([]stages.Record, error) {
-	wait := c.Policy.Backoff
-	if wait <= 0 {
-		wait = 100 * time.Millisecond
+	delay := c.Policy.Backoff
+	if delay <= 0 {
+		delay = 100 * time.Millisecond
 	}
 	maxWait := c.Policy.MaxBackoff
 	if maxWait <= 0 {
 		maxWait = 10 * time.Second
 	}
 	for attempt := 0; attempt < c.Policy.Retries && !stages.IsPermanent(err); attempt++ {
-		if !sleep(ctx, wait) {
+		if !wait.For(ctx, delay) {
 			return nil, ctx.Err()
 		}
-		wait = min(2*wait, maxWait)
+		delay = min(2*delay, maxWait)
 		var out []stages.Record
 		if out, err = c.call(ctx, st, []stages.Record{r}); err == nil {
 			return out, nil
@@ -239,17 +240,6 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 		}
 	}()
 	return s.Process(ctx, in)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // sourceSet is the source offsets of one run, to attribute a record a

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -73,9 +74,9 @@ func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, c
 // It returns nil once acknowledged, the error if it is permanent, or
 // ctx's error.
 func (c *Chain) send(ctx context.Context, dl stages.Record) error {
-	wait := c.Policy.Backoff
-	if wait <= 0 {
-		wait = 100 * time.Millisecond
+	delay := c.Policy.Backoff
+	if delay <= 0 {
+		delay = 100 * time.Millisecond
 	}
 	for {
 		err := c.Policy.Sink.Produce(ctx, []stages.Record{dl})
@@ -86,10 +87,10 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 			return ctx.Err()
 		}
 		c.Log.Error("dead-letter write failed; retrying (the partition waits)", "error", err)
-		if !sleep(ctx, wait) {
+		if !wait.For(ctx, delay) {
 			return ctx.Err()
 		}
-		wait = min(2*wait, 5*time.Second)
+		delay = min(2*delay, 5*time.Second)
 	}
 }
 

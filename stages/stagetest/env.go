@@ -7,17 +7,19 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fencepost-dev/fencepost/internal/syncio"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // Env returns a stages.Env for building stages in tests: a no-op logger,
-// stdout as Stdout (io.Discard if nil) and p's producers (Producer is nil
+// stdout (io.Discard if nil; writes to it are serialized, as the
+// pipeline's are) as Stdout and p's producers (Producer is nil
 // if p is nil, as when the pipeline has no cluster, e.g. in lint).
 func Env(stdout io.Writer, p *Producer) stages.Env {
 	if stdout == nil {
 		stdout = io.Discard
 	}
-	env := stages.Env{Log: stages.NopLogger, Stdout: stdout}
+	env := stages.Env{Log: stages.NopLogger, Stdout: syncio.NewWriter(stdout)}
 	if p != nil {
 		env.Producer = p.Open
 	}

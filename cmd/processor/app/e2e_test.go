@@ -15,12 +15,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // process is a subprocess of the test binary.
 type process struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *stagetest.Buffer
 	done           chan struct{}
 	err            error
 }
@@ -29,7 +31,14 @@ type process struct {
 // is killed at the end of the test if still running.
 func startProcess(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(testBinary(t), args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	return startBinary(t, testBinary(t), env, args...)
+}
+
+// startBinary starts the program at path with args and env additions; it
+// is killed at the end of the test if still running.
+func startBinary(t *testing.T, path string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(path, args...), stdout: &stagetest.Buffer{}, stderr: &stagetest.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

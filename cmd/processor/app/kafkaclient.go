@@ -1,15 +1,12 @@
 package app
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
@@ -47,17 +44,11 @@ func clientOptions(k pipeline.KafkaConfig, idSuffix string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	if s := k.SASL; s != nil {
-		user, pass := s.Username, string(s.Password)
-		switch strings.ToUpper(s.Mechanism) {
-		case "PLAIN":
-			opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
-		case "SCRAM-SHA-256":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
-		case "SCRAM-SHA-512":
-			opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
-		default:
-			return nil, fmt.Errorf("kafka.sasl.mechanism: %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+		a, err := kafkaauth.New(s.Mechanism, s.Username, string(s.Password))
+		if err != nil {
+			return nil, err
 		}
+		opts = append(opts, kgo.SASL(a.Franz()))
 	}
 	return opts, nil
 }

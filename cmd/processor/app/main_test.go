@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // TestMain checks that no test leaves a goroutine behind (Main's
@@ -32,27 +32,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runCLI runs the command line in process with reg's stages.
 func runCLI(ctx context.Context, reg *stages.Registry, args ...string) (code int, stdout, stderr string) {
-	var out, errOut syncBuffer
+	var out, errOut stagetest.Buffer
 	code = execute(ctx, args, &cli{stdout: &out, stderr: &errOut, registry: reg})
 	return code, out.String(), errOut.String()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // countRegistry has a stage "count" that counts the records it sees.
@@ -153,12 +154,12 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // free port and progress every interval; it returns the server's base
 // URL, the run's stderr, its exit code (when it ends) and what cancels it
 // (also at the end of the test).
-func startRun(t *testing.T, cfg, interval string, reg *stages.Registry) (string, *syncBuffer, chan int, context.CancelFunc) {
+func startRun(t *testing.T, cfg, interval string, reg *stages.Registry) (string, *stagetest.Buffer, chan int, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var out syncBuffer
-	errOut := &syncBuffer{}
+	var out stagetest.Buffer
+	errOut := &stagetest.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- execute(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--progress", interval},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/config"
 	"github.com/fencepost-dev/fencepost/internal/logging"
+	"github.com/fencepost-dev/fencepost/internal/syncio"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -190,7 +191,7 @@ type builtStage struct {
 // buildStages builds every configured stage for the run: its logger,
 // the program's stdout (writes serialized) and the shared producers.
 func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
-	out := &syncWriter{w: r.cli.stdout}
+	out := syncio.NewWriter(r.cli.stdout)
 	var built []builtStage
 	for _, s := range r.cfg.Stages {
 		st, err := s.Build(stages.Env{Log: logging.ForStage(r.log.Named(s.Name)), Stdout: out, Producer: producers.get})
@@ -218,17 +219,4 @@ func closeStages(built []builtStage, log *zap.Logger) {
 	if len(errs) > 0 {
 		log.Warn("closing stages", zap.Error(errors.New(strings.Join(errs, "; "))))
 	}
-}
-
-// syncWriter serializes writes, so lines printed by stages running
-// concurrently do not interleave.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // TestSecondSignalForcesExit: the first SIGINT ends the run's context (a
 // graceful stop); a second one exits at once with ExitForced, saying
 // that in-flight records are processed again after restart.
 func TestSecondSignalForcesExit(t *testing.T) {
-	var errOut syncBuffer
+	var errOut stagetest.Buffer
 	exited := make(chan int, 1)
 	c := &cli{stderr: &errOut, exit: func(code int) { exited <- code }}
 	ctx, stop := c.notifySignals(context.Background(), zap.NewNop())
