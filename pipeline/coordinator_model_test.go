@@ -41,15 +41,22 @@ var modelSteps atomic.Int64
 //
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestCoordinatorStateMachine(t *testing.T) {
-	before := modelSteps.Load()
-	rapid.Check(t, func(rt *rapid.T) {
-		m := newModel(rt)
-		rt.Repeat(rapid.StateMachineActions(m))
+	checkStateMachine(t, &modelSteps, 10_000, func(rt *rapid.T) {
+		rt.Repeat(rapid.StateMachineActions(newModel(rt)))
 	})
-	steps := modelSteps.Load() - before
-	t.Logf("%d state-machine steps", steps)
-	if !testing.Short() && steps < 10_000 {
-		t.Errorf("only %d steps ran; run with -rapid.steps=%d or more", steps, 10_000/100+50)
+}
+
+// checkStateMachine runs a rapid state machine (run builds and drives
+// one) and fails, unless in -short mode, when fewer than least steps were
+// counted in steps: the run must exercise enough to mean something.
+func checkStateMachine(t *testing.T, steps *atomic.Int64, least int64, run func(*rapid.T)) {
+	t.Helper()
+	before := steps.Load()
+	rapid.Check(t, run)
+	n := steps.Load() - before
+	t.Logf("%d state-machine steps", n)
+	if !testing.Short() && n < least {
+		t.Errorf("only %d steps ran; run with -rapid.steps=%d or more", n, least/100+50)
 	}
 }
 

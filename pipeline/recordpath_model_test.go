@@ -54,17 +54,11 @@ var recordPathSteps atomic.Int64
 //
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestRecordPathStateMachine(t *testing.T) {
-	before := recordPathSteps.Load()
-	rapid.Check(t, func(rt *rapid.T) {
+	checkStateMachine(t, &recordPathSteps, 5_000, func(rt *rapid.T) {
 		m := newRPModel(rt)
 		rt.Repeat(rapid.StateMachineActions(m))
 		m.drainAndCheckLiveness(rt)
 	})
-	steps := recordPathSteps.Load() - before
-	t.Logf("%d record-path steps", steps)
-	if !testing.Short() && steps < 5_000 {
-		t.Errorf("only %d steps ran; run with -rapid.steps=%d or more", steps, 5_000/100+50)
-	}
 }
 
 var rpTPs = []offsetstore.TopicPartition{{Topic: "r", Partition: 0}, {Topic: "r", Partition: 1}}
