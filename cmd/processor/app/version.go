@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -13,30 +14,81 @@ import (
 // otherwise it comes from the module's build information.
 var Version = ""
 
-func version() string {
-	if Version != "" {
-		return Version
+// build is what the binary knows about how it was built.
+type build struct {
+	version  string // module version, "(devel)" if unknown
+	commit   string // VCS revision, when built from a checkout
+	time     string // the revision's commit time
+	modified bool   // the checkout had uncommitted changes
+}
+
+func readBuild() build {
+	b := build{version: Version}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if b.version == "" {
+			b.version = "(devel)"
+		}
+		return b
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if b.version == "" {
+		// a custom binary (app imported from another module) carries
+		// fencepost as a dependency; the processor itself is the main
+		// module
+		b.version = bi.Main.Version
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/fencepost-dev/fencepost" {
-				return d.Version
+				b.version = d.Version
 			}
 		}
-		if bi.Main.Version != "" {
-			return bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.commit = s.Value
+		case "vcs.time":
+			b.time = s.Value
+		case "vcs.modified":
+			b.modified = s.Value == "true"
 		}
 	}
-	return "(devel)"
+	if b.version == "" {
+		b.version = "(devel)"
+	}
+	return b
+}
+
+// buildVersion is the module version, for fencepost_build_info.
+func buildVersion() string { return readBuild().version }
+
+// String is the version line's middle: "v1.2.3 (commit 0123abcd, 2026-01-02T03:04:05Z, modified)".
+func (b build) String() string {
+	var extra []string
+	if b.commit != "" {
+		extra = append(extra, "commit "+b.commit)
+	}
+	if b.time != "" {
+		extra = append(extra, b.time)
+	}
+	if b.modified {
+		extra = append(extra, "modified")
+	}
+	if len(extra) == 0 {
+		return b.version
+	}
+	return b.version + " (" + strings.Join(extra, ", ") + ")"
 }
 
 func (c *cli) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Long: `version prints the module version and, for a binary built from a git
+checkout (go build, go install), the commit, its time and whether the
+checkout had uncommitted changes; then the Go version and platform.`,
+		Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "processor %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintf(cmd.OutOrStdout(), "processor %s %s %s/%s\n", readBuild(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
 	}
 }
