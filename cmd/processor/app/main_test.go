@@ -69,7 +69,9 @@ func testBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "processor")
-		cmd := exec.Command("go", "build", "-o", binPath, "./internal/testprocessor")
+		// -buildvcs=auto: the commit is recorded when the tree is a git
+		// clone, whatever GOFLAGS says (TestVersionFromCheckout)
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "./internal/testprocessor")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -237,6 +237,13 @@ func TestRunStoppedPartitionIsVisible(t *testing.T) {
 	waitUntil(t, 20*time.Second, "a progress line counting the stopped partition", func() bool {
 		return strings.Contains(errOut.String(), "partitions 3 (stopped 1)")
 	})
+	_, body = get(t, base+"/metrics")
+	for name, want := range map[string]float64{`fencepost_partition_stops_total{reason="record_failed"}`: 1,
+		"fencepost_stopped_partitions": 1, `fencepost_stage_failed_records_total{stage="reject"}`: 1} {
+		if got := metricValue(body, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
 	cancel()
 	select {
 	case code := <-done:

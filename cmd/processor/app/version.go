@@ -9,10 +9,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Version is the processor's version. Release builds set it with
-// -ldflags "-X github.com/fencepost-dev/fencepost/cmd/processor/app.Version=v1.2.3";
-// otherwise it comes from the module's build information.
-var Version = ""
+// Version and Commit are the processor's version and source commit.
+// Release builds set them with -ldflags "-X
+// github.com/fencepost-dev/fencepost/cmd/processor/app.Version=v1.2.3 -X
+// ...app.Commit=0123abcd"; otherwise they come from the build
+// information: the module version, and the commit Go records when it
+// builds from a git clone (go build or go install with -buildvcs not
+// false; a git worktree is not recognized).
+var (
+	Version = ""
+	Commit  = ""
+)
 
 // build is what the binary knows about how it was built.
 type build struct {
@@ -23,8 +30,14 @@ type build struct {
 }
 
 func readBuild() build {
-	b := build{version: Version}
 	bi, ok := debug.ReadBuildInfo()
+	return buildFrom(bi, ok)
+}
+
+// buildFrom reads the build information Go recorded (ok false: none),
+// with Version and Commit taking precedence.
+func buildFrom(bi *debug.BuildInfo, ok bool) build {
+	b := build{version: Version, commit: Commit}
 	if !ok {
 		if b.version == "" {
 			b.version = "(devel)"
@@ -45,7 +58,9 @@ func readBuild() build {
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			b.commit = s.Value
+			if b.commit == "" {
+				b.commit = s.Value
+			}
 		case "vcs.time":
 			b.time = s.Value
 		case "vcs.modified":
