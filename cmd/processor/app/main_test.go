@@ -34,8 +34,13 @@ func TestMain(m *testing.M) {
 
 // runCLI runs the command line in process with reg's stages.
 func runCLI(ctx context.Context, reg *stages.Registry, args ...string) (code int, stdout, stderr string) {
+	return runCLIInput(ctx, reg, "", args...)
+}
+
+// runCLIInput runs the command line in process with stdin.
+func runCLIInput(ctx context.Context, reg *stages.Registry, stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut stagetest.Buffer
-	code = execute(ctx, args, &cli{stdout: &out, stderr: &errOut, registry: reg})
+	code = execute(ctx, args, &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, registry: reg})
 	return code, out.String(), errOut.String()
 }
 
