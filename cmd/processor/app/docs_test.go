@@ -3,8 +3,8 @@ package app
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"errors"
+	"flag"
 	"os"
 	"regexp"
 	"strings"

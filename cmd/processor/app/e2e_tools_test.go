@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -18,7 +19,15 @@ import (
 // exit code and output.
 func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(testBinary(t), args...)
+	return runProgram(t, testBinary(t), nil, stdin, args...)
+}
+
+// runProgram runs the program at path to its end with env additions and
+// stdin, and returns its exit code and output.
+func runProgram(t *testing.T, path string, env []string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	done := make(chan error, 1)
@@ -36,10 +45,10 @@ func runBinary(t *testing.T, stdin string, args ...string) (code int, stdout, st
 	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
 }
 
-// describeJSON runs the binary's offsets describe of group e2e.
-func describeJSON(t *testing.T, addr string) groupDescription {
+// describeJSON runs the binary's offsets describe of the group.
+func describeJSON(t *testing.T, addr, group string) groupDescription {
 	t.Helper()
-	code, out, errOut := runBinary(t, "", "offsets", "describe", "--brokers", addr, "--group", "e2e", "-o", "json")
+	code, out, errOut := runBinary(t, "", "offsets", "describe", "--brokers", addr, "--group", group, "-o", "json")
 	if code != 0 {
 		t.Fatalf("describe: exit %d: %s", code, errOut)
 	}
@@ -56,7 +65,13 @@ func describeJSON(t *testing.T, addr string) groupDescription {
 // shows every partition committed to its end; a reset is refused while
 // the processor runs and applied once it stopped.
 func TestBinaryTools(t *testing.T) {
-	addr, _ := startBroker(t, "--topics", "in", "--partitions", "4")
+	addr, _ := startBroker(t, "--topics", "tools", "--partitions", "4")
+	binaryTools(t, addr)
+}
+
+// binaryTools runs on the cluster at addr, which has a topic "tools" of
+// 4 partitions; it uses the group "tools".
+func binaryTools(t *testing.T, addr string) {
 	var input strings.Builder
 	var want []jsonRecord
 	for i := range 40 {
@@ -66,11 +81,11 @@ func TestBinaryTools(t *testing.T) {
 		input.Write(append(b, '\n'))
 		want = append(want, j)
 	}
-	if code, _, errOut := runBinary(t, input.String(), "produce", "--brokers", addr, "--topic", "in", "-i", "json"); code != 0 ||
-		!strings.Contains(errOut, `produced 40 record(s) to "in"`) {
+	if code, _, errOut := runBinary(t, input.String(), "produce", "--brokers", addr, "--topic", "tools", "-i", "json"); code != 0 ||
+		!strings.Contains(errOut, `produced 40 record(s) to "tools"`) {
 		t.Fatalf("produce: exit %d: %s", code, errOut)
 	}
-	code, out, errOut := runBinary(t, "", "consume", "--brokers", addr, "--topic", "in", "-o", "json")
+	code, out, errOut := runBinary(t, "", "consume", "--brokers", addr, "--topic", "tools", "-o", "json")
 	if code != 0 {
 		t.Fatalf("consume: exit %d: %s", code, errOut)
 	}
@@ -87,13 +102,13 @@ func TestBinaryTools(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "e2e.yaml", recordConfig)
+	cfg := writeFile(t, dir, "tools.yaml", strings.NewReplacer("group: e2e", "group: tools", "topics: [in]", "topics: [tools]").Replace(recordConfig))
 	env := []string{"BROKERS=" + addr, "RECORD_FILE=" + filepath.Join(dir, "records.txt")}
 	run := startProcess(t, env, "run", "-c", cfg, "--max-records", "40")
 	if code := run.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, run.stderr)
 	}
-	d := describeJSON(t, addr)
+	d := describeJSON(t, addr, "tools")
 	if d.Members != 0 || len(d.Partitions) != 4 {
 		t.Fatalf("after the run: %+v", d)
 	}
@@ -110,11 +125,11 @@ func TestBinaryTools(t *testing.T) {
 
 	running := startProcess(t, env, "run", "-c", cfg)
 	waitUntil(t, 30*time.Second, "the processor in the group", func() bool {
-		d := describeJSON(t, addr)
+		d := describeJSON(t, addr, "tools")
 		return d.Members == 1 && d.Partitions[0].Member != ""
 	})
-	reset := []string{"offsets", "reset", "--brokers", addr, "--group", "e2e", "--topic", "in", "--to-earliest", "--execute"}
-	if code, _, errOut := runBinary(t, "", reset...); code != ExitFailure || !strings.Contains(errOut, `not applied: group "e2e" has 1 live member(s)`) {
+	reset := []string{"offsets", "reset", "--brokers", addr, "--group", "tools", "--topic", "tools", "--to-earliest", "--execute"}
+	if code, _, errOut := runBinary(t, "", reset...); code != ExitFailure || !strings.Contains(errOut, `not applied: group "tools" has 1 live member(s)`) {
 		t.Errorf("reset of a live group: exit %d: %s", code, errOut)
 	}
 	if code := running.terminate(t); code != 0 {
@@ -123,7 +138,7 @@ func TestBinaryTools(t *testing.T) {
 	if code, out, errOut := runBinary(t, "", reset...); code != 0 || !strings.Contains(out, "0 record(s) skipped, 40 processed again") {
 		t.Fatalf("reset of a stopped group: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, p := range describeJSON(t, addr).Partitions {
+	for _, p := range describeJSON(t, addr, "tools").Partitions {
 		if p.Committed == nil || *p.Committed != 0 || p.Lag != p.HighWatermark {
 			t.Errorf("after the reset, partition %d: %+v, want committed 0", p.Partition, p)
 		}
