@@ -18,38 +18,51 @@ import (
 )
 
 const (
-	benchTopic      = "bench"
-	benchPartitions = 4
-	benchRecords    = 1_000_000
-	benchValueSize  = 100
+	benchRecords   = 1_000_000
+	benchValueSize = 100
 )
 
 var (
-	loadOnce sync.Once
-	loaded   *kafkatest.Cluster
-	loadErr  error
-	groupSeq atomic.Int64
+	startOnce sync.Once
+	started   *kafkatest.Cluster
+	startErr  error
+	loadedMu  sync.Mutex
+	loaded    = map[int]string{} // partitions -> topic holding the data
+	groupSeq  atomic.Int64
 )
 
-// cluster starts one broker and loads benchRecords records of
+// cluster starts one broker (once per run) and returns it with a topic of
+// the given number of partitions holding benchRecords records of
 // benchValueSize bytes, uncompressed, spread evenly over the partitions.
-// Every benchmark of the run reads the same data.
-func cluster(b *testing.B) *kafkatest.Cluster {
-	loadOnce.Do(func() {
-		c, err := kafkatest.Start(1)
-		if err != nil {
-			loadErr = err
-			return
-		}
-		if err := c.CreateTopicE(benchTopic, benchPartitions); err != nil {
-			loadErr = err
-			return
+// Every benchmark of the run with that partition count reads the same
+// data.
+func cluster(b *testing.B, partitions int) (*kafkatest.Cluster, string) {
+	startOnce.Do(func() { started, startErr = kafkatest.Start(1) })
+	if startErr != nil {
+		b.Fatal(startErr)
+	}
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if topic, ok := loaded[partitions]; ok {
+		return started, topic
+	}
+	topic := fmt.Sprintf("bench-%d", partitions)
+	if err := load(started, topic, partitions); err != nil {
+		b.Fatal(err)
+	}
+	loaded[partitions] = topic
+	return started, topic
+}
+
+func load(c *kafkatest.Cluster, benchTopic string, benchPartitions int) error {
+	{
+		if err := c.CreateTopicE(benchTopic, int32(benchPartitions)); err != nil {
+			return err
 		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
 			kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
 		if err != nil {
-			loadErr = err
-			return
+			return err
 		}
 		defer cl.Close()
 		value := make([]byte, benchValueSize)
@@ -67,19 +80,13 @@ func cluster(b *testing.B) *kafkatest.Cluster {
 				})
 		}
 		if err := cl.Flush(ctx); err != nil {
-			loadErr = err
-			return
+			return err
 		}
 		if err, _ := firstErr.Load().(error); err != nil {
-			loadErr = err
-			return
+			return err
 		}
-		loaded = c
-	})
-	if loadErr != nil {
-		b.Fatal(loadErr)
 	}
-	return loaded
+	return nil
 }
 
 // consumeResult is one full read of the data.
@@ -145,9 +152,20 @@ func group(name string) string { return fmt.Sprintf("%s-%d", name, groupSeq.Add(
 
 // BenchmarkConsume reads the same million records with this pipeline
 // (a no-op stage, commits on), kafka-go's Reader with a GroupID (commits
-// every second), and franz-go's kgo PollFetches with autocommit.
-func BenchmarkConsume(b *testing.B) {
-	c := cluster(b)
+// every second), and franz-go's kgo PollFetches with autocommit, from a
+// topic of 4 partitions.
+func BenchmarkConsume(b *testing.B) { consume(b, 4, true) }
+
+// BenchmarkConsumePartitions reads the million records spread over 4, 64
+// and 512 partitions with this pipeline and kgo.
+func BenchmarkConsumePartitions(b *testing.B) {
+	for _, n := range []int{4, 64, 512} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) { consume(b, n, false) })
+	}
+}
+
+func consume(b *testing.B, partitions int, withReader bool) {
+	c, benchTopic := cluster(b, partitions)
 	for _, fetchers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fencepost/fetch_concurrency=%d", fetchers), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
@@ -171,24 +189,26 @@ func BenchmarkConsume(b *testing.B) {
 			}
 		})
 	}
-	b.Run("kafka-go-reader", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			measure(b, func(ctx context.Context, seen func(int)) {
-				r := kafka.NewReader(kafka.ReaderConfig{
-					Brokers: c.Addrs, GroupID: group("kafkago"), Topic: benchTopic,
-					CommitInterval: time.Second, MaxBytes: 50 << 20, MaxWait: 500 * time.Millisecond,
-					StartOffset: kafka.FirstOffset,
-				})
-				defer r.Close()
-				for {
-					if _, err := r.ReadMessage(ctx); err != nil {
-						return
+	if withReader {
+		b.Run("kafka-go-reader", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				measure(b, func(ctx context.Context, seen func(int)) {
+					r := kafka.NewReader(kafka.ReaderConfig{
+						Brokers: c.Addrs, GroupID: group("kafkago"), Topic: benchTopic,
+						CommitInterval: time.Second, MaxBytes: 50 << 20, MaxWait: 500 * time.Millisecond,
+						StartOffset: kafka.FirstOffset,
+					})
+					defer r.Close()
+					for {
+						if _, err := r.ReadMessage(ctx); err != nil {
+							return
+						}
+						seen(1)
 					}
-					seen(1)
-				}
-			}).report(b)
-		}
-	})
+				}).report(b)
+			}
+		})
+	}
 	b.Run("franz-go-kgo", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			measure(b, func(ctx context.Context, seen func(int)) {
