@@ -130,6 +130,7 @@ type coordinator struct {
 	notices      []notice
 	scratchR     []offsetstore.ResolveEntry
 	scratchSlots []int
+	scratchLater []*partition
 }
 
 func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logger, stats *coordinatorStats, now time.Time) *coordinator {

@@ -155,6 +155,32 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	}
 }
 
+// TestFetchResponseLeavesPartitionsOut: a broker that fills a response
+// from the first partitions may leave the rest out (kfake does). They come
+// back OK with nothing, at their position: no error, so no backoff.
+func TestFetchResponseLeavesPartitionsOut(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "full", 2)
+	value := func(int) []byte { return make([]byte, 1000) }
+	c.Produce(t, "full", 0, 3, value)
+	c.Produce(t, "full", 1, 3, value)
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
+	var entries []offsetstore.FetchEntry
+	for p := int32(0); p < 2; p++ {
+		pos, _ := offsetstore.NewPosition(0, 1, 1)
+		entries = append(entries, offsetstore.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos})
+	}
+	// MaxBytes 1: the broker sends the first batch it finds and stops.
+	res := f.Fetch(context.Background(), offsetstore.NewFetchBatch(0, 0, 1, 1, entries))
+	p0, p1 := res.Partitions[0], res.Partitions[1]
+	if p0.Outcome != fetch.OK || p0.Batch == nil || p0.Next == 0 {
+		t.Fatalf("partition 0: %v %v next %d, want records", p0.Outcome, p0.Err, p0.Next)
+	}
+	if p1.Outcome != fetch.OK || p1.Err != nil || p1.Batch != nil || p1.Next != 0 {
+		t.Fatalf("partition 1 (left out): %v %v batch %v next %d, want ok with nothing at 0", p1.Outcome, p1.Err, p1.Batch != nil, p1.Next)
+	}
+}
+
 func waitHW(t *testing.T, c *kafkatest.Cluster, topic string, p int32, want int64) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
