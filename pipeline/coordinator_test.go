@@ -245,6 +245,35 @@ func TestFetchOrderRotates(t *testing.T) {
 	}
 }
 
+// TestBrokersFetchInParallel: with the default budget (64 MiB) and fetch
+// sizes (50 MiB per fetch, 1 MiB per partition), a fetch reserves what it
+// can return, its partitions times 1 MiB, so each of three brokers gets a
+// fetch at once; reserving fetch_max_bytes would leave room for one.
+func TestBrokersFetchInParallel(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest,
+		budget: 64 << 20, fetchMaxBytes: 50 << 20, partitionMaxBytes: 1 << 20, fetchersPerBroker: 1})
+	leaders := map[offsetstore.TopicPartition]int32{}
+	var parts []assignedPartition
+	for i := int32(0); i < 12; i++ {
+		tp := offsetstore.TopicPartition{Topic: "events", Partition: i}
+		leaders[tp] = i % 3
+		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
+	}
+	h.leaders(leaders)
+	h.assign(1, newMemoryStore(1), parts...)
+	if len(h.fetches) != 3 {
+		t.Fatalf("%d fetches in flight, want one to each of 3 brokers", len(h.fetches))
+	}
+	for i, f := range h.fetches {
+		if f.Broker() != int32(i) || f.Len() != 4 || f.MaxBytes() != 4<<20 {
+			t.Fatalf("fetch %d: broker %d, %d partitions, %d bytes; want broker %d, 4 partitions, 4 MiB", i, f.Broker(), f.Len(), f.MaxBytes(), i)
+		}
+	}
+	if n := h.c.stats.maxFetching.Load(); n != 3 {
+		t.Fatalf("MaxFetchesInFlight %d, want 3", n)
+	}
+}
+
 // TestCommitFencedIsNotResent: once the group fences a commit, the
 // generation commits nothing more, and a new generation starts clean.
 func TestCommitFencedIsNotResent(t *testing.T) {
