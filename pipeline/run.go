@@ -180,17 +180,19 @@ func (r *runner) run(ctx context.Context) error {
 	defer stopTimer()
 
 	client := kafkawire.New(r.transport, r.conn.addr())
+	brokers := &fetch.Brokers{}
 	fetcher, err := fetch.NewFetcher(fetch.Config{
-		Client:  client,
+		Dialer: r.conn.fetchDialer(), Brokers: brokers,
 		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: int32(cfg.Consumer.FetchMinBytes),
 		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: cfg.Consumer.ReadCommitted,
 	})
 	if err != nil {
 		return err
 	}
+	defer fetcher.Close() // after wg.Wait (deferred below): every stream is closed
 	resolver := resolve.NewResolver(client, cfg.Kafka.DialTimeout)
 	committer := commit.NewCommitter(100*time.Millisecond, cfg.Kafka.DialTimeout)
-	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics)
+	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics, brokers)
 
 	var wg conc.WaitGroup
 	defer wg.Wait()
@@ -229,8 +231,10 @@ func (r *runner) run(ctx context.Context) error {
 			if ch == nil {
 				ch = make(chan fetchJob, 1)
 				fetchers[k] = ch
+				stream := fetcher.Stream(k.broker)
 				wg.Go(func() {
-					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{r.fetch(fetcher, j)} })
+					defer stream.Close()
+					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{r.fetch(stream, j)} })
 				})
 			}
 			if fetchCtx.Err() != nil {
@@ -341,13 +345,14 @@ type fetchJob struct {
 	batch offsetstore.FetchBatch
 }
 
-// fetch runs one fetch and reports it to the observer, if any.
-func (r *runner) fetch(f *fetch.Fetcher, j fetchJob) *fetch.Result {
+// fetch runs one fetch on a broker's stream and reports it to the
+// observer, if any.
+func (r *runner) fetch(s *fetch.Stream, j fetchJob) *fetch.Result {
 	if r.p.obs == nil {
-		return f.Fetch(j.ctx, j.batch)
+		return s.Fetch(j.ctx, j.batch)
 	}
 	began := time.Now()
-	res := f.Fetch(j.ctx, j.batch)
+	res := s.Fetch(j.ctx, j.batch)
 	d := FetchDone{Broker: j.batch.Broker(), Partitions: j.batch.Len(), Latency: time.Since(began), Aborted: j.ctx.Err() != nil}
 	for i := range res.Partitions {
 		switch pr := &res.Partitions[i]; {

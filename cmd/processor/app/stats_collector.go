@@ -21,7 +21,7 @@ type statsCollector struct {
 
 	processed, deadLettered, stale, buffered, maxBuffered *prometheus.Desc
 	assigned, stopped, stuck, lagProcessed, lagCommitted  *prometheus.Desc
-	committedOffset, buildInfo                            *prometheus.Desc
+	committedOffset, buildInfo, fetchesInFlight           *prometheus.Desc
 }
 
 func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
@@ -42,6 +42,7 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
 		lagProcessed:    d("consumer_lag_records", "Records between the processed watermark and the high watermark, per assigned partition.", tp...),
 		lagCommitted:    d("consumer_committed_lag_records", "Records between the committed offset (the log start if none) and the high watermark, per assigned partition: what a crash would process again.", tp...),
 		committedOffset: d("committed_offset", "Last offset committed, per assigned partition (absent until the first commit or a committed offset found at assignment).", tp...),
+		fetchesInFlight: d("fetches_in_flight", "Fetch requests in flight now: at most fetch_concurrency per broker leading assigned partitions."),
 		buildInfo:       d("build_info", "The processor's version, Go version and Kafka client version; always 1.", "version", "go", "kafka_go"),
 	}
 }
@@ -49,7 +50,7 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.processed, c.deadLettered, c.stale, c.buffered, c.maxBuffered, c.assigned,
-		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo} {
+		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo, c.fetchesInFlight} {
 		ch <- d
 	}
 }
@@ -73,6 +74,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.assigned, int64(len(s.Partitions)))
 	gauge(c.stopped, int64(countStopped(s)))
 	gauge(c.stuck, s.StuckCalls)
+	gauge(c.fetchesInFlight, s.FetchesInFlight)
 	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, buildVersion(), runtime.Version(), kafkaGoVersion())
 	for _, ps := range s.Partitions {
 		if ps.Committed >= 0 {
