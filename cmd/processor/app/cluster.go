@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"os"
 	"time"
@@ -114,6 +115,19 @@ func (f *clusterFlags) admin(c *cli) (*kadm.Client, *config.Config, error) {
 		return nil, nil, err
 	}
 	return kadm.NewClient(cl), cfg, nil
+}
+
+// withAdmin runs fn with an admin client to the cluster and a context
+// bounded by --timeout; cfg is the configuration file read, if any.
+func (f *clusterFlags) withAdmin(ctx context.Context, c *cli, fn func(ctx context.Context, adm *kadm.Client, cfg *config.Config) error) error {
+	adm, cfg, err := f.admin(c)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	return fn(ctx, adm, cfg)
 }
 
 // unreachable wraps an error talking to the cluster with what to check.

@@ -20,6 +20,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/config"
 )
 
 // consumeOptions are consume's flags.
@@ -169,16 +171,16 @@ func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int3
 }
 
 func (c *cli) consume(ctx context.Context, o consumeOptions) error {
-	adm, _, err := o.cluster.admin(c)
+	var ranges map[int32]partitionRange
+	err := o.cluster.withAdmin(ctx, c, func(ctx context.Context, adm *kadm.Client, _ *config.Config) error {
+		var err error
+		if ranges, err = o.ranges(ctx, adm); err != nil {
+			return o.cluster.unreachable(err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	lctx, cancel := context.WithTimeout(ctx, o.cluster.timeout)
-	ranges, err := o.ranges(lctx, adm)
-	cancel()
-	adm.Close()
-	if err != nil {
-		return o.cluster.unreachable(err)
 	}
 	offsets := map[int32]kgo.Offset{}
 	pending := map[int32]int64{} // partitions to read up to their end

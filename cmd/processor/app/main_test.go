@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
 	"github.com/fencepost-dev/fencepost/stages"
@@ -51,6 +52,17 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// testClient returns a franz-go client to the cluster at addr that writes
+// records to the partition they name; the caller closes it.
+func testClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 var (

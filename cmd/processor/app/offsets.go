@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/fencepost-dev/fencepost/internal/config"
 )
 
 func (c *cli) offsetsCmd() *cobra.Command {
@@ -77,31 +79,36 @@ type groupPartition struct {
 	Host          string `json:"host,omitempty"`
 }
 
+// groupHeader names a group and counts its live members.
+type groupHeader struct {
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+}
+
 // groupDescription is what describe prints.
 type groupDescription struct {
-	Group      string           `json:"group"`
+	groupHeader
 	State      string           `json:"state"`
-	Members    int              `json:"members"`
 	Partitions []groupPartition `json:"partitions"`
 }
 
 func (c *cli) describe(ctx context.Context, o describeOptions) error {
-	adm, cfg, err := o.cluster.admin(c)
+	var d groupDescription
+	err := o.cluster.withAdmin(ctx, c, func(ctx context.Context, adm *kadm.Client, cfg *config.Config) error {
+		if o.group == "" && cfg != nil {
+			o.group = cfg.Pipeline.Consumer.Group
+		}
+		if o.group == "" {
+			return errors.New("offsets describe: name the group with --group (or -c FILE with consumer.group)")
+		}
+		var err error
+		if d, err = describeGroup(ctx, adm, o.group, o.topics); err != nil {
+			return o.cluster.unreachable(err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	defer adm.Close()
-	if o.group == "" && cfg != nil {
-		o.group = cfg.Pipeline.Consumer.Group
-	}
-	if o.group == "" {
-		return errors.New("offsets describe: name the group with --group (or -c FILE with consumer.group)")
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.cluster.timeout)
-	defer cancel()
-	d, err := describeGroup(ctx, adm, o.group, o.topics)
-	if err != nil {
-		return o.cluster.unreachable(err)
 	}
 	if len(d.Partitions) == 0 {
 		fmt.Fprintf(c.stderr, "group %q has no committed offsets and no members (check the name, or name topics with --topic)\n", o.group)
@@ -230,7 +237,7 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics [
 	}
 	slices.Sort(topics)
 	topics = slices.Compact(topics)
-	d := groupDescription{Group: group, State: g.state, Members: len(g.members), Partitions: []groupPartition{}}
+	d := groupDescription{groupHeader: groupHeader{Group: group, Members: len(g.members)}, State: g.state, Partitions: []groupPartition{}}
 	if len(topics) == 0 {
 		return d, nil
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/fencepost-dev/fencepost/internal/config"
 )
 
 // resetOptions are offsets reset's flags.
@@ -130,20 +132,20 @@ type planRow struct {
 
 // resetPlan is what reset prints.
 type resetPlan struct {
-	Group      string    `json:"group"`
-	Members    int       `json:"members"`
+	groupHeader
 	Executed   bool      `json:"executed"`
 	Partitions []planRow `json:"partitions"`
 }
 
 func (c *cli) reset(ctx context.Context, o resetOptions) error {
-	adm, _, err := o.cluster.admin(c)
-	if err != nil {
-		return err
-	}
-	defer adm.Close()
-	ctx, cancel := context.WithTimeout(ctx, o.cluster.timeout)
-	defer cancel()
+	return o.cluster.withAdmin(ctx, c, func(ctx context.Context, adm *kadm.Client, _ *config.Config) error {
+		return c.resetGroup(ctx, adm, o)
+	})
+}
+
+// resetGroup plans the reset, applies it if asked and allowed, and
+// prints it.
+func (c *cli) resetGroup(ctx context.Context, adm *kadm.Client, o resetOptions) error {
 	g, err := readGroup(ctx, adm, o.group)
 	if err != nil {
 		return o.cluster.unreachable(err)
@@ -214,7 +216,7 @@ func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState)
 			return resetPlan{}, o.cluster.unreachable(err)
 		}
 	}
-	plan := resetPlan{Group: o.group, Members: len(g.members), Partitions: []planRow{}}
+	plan := resetPlan{groupHeader: groupHeader{Group: o.group, Members: len(g.members)}, Partitions: []planRow{}}
 	var missing, uncommitted []string
 	for _, topic := range topics {
 		if len(b.ends[topic]) == 0 {

@@ -31,10 +31,7 @@ func newOffsetsFixture(t *testing.T) *offsetsFixture {
 		}
 	}
 	writeRecords(t, f.addr, recs...)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := testClient(t, f.addr)
 	t.Cleanup(cl.Close)
 	f.adm = kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -237,11 +234,7 @@ func TestOffsetsReset(t *testing.T) {
 func TestOffsetsResetRefusesLiveGroup(t *testing.T) {
 	f := newOffsetsFixture(t)
 	f.commit(t, "live", map[int32]int64{0: 5, 1: 4, 2: 5})
-	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ConsumerGroup("live"), kgo.ConsumeTopics("orders"),
-		kgo.ClientID("the-member"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
+	member := testClient(t, f.addr, kgo.ConsumerGroup("live"), kgo.ConsumeTopics("orders"), kgo.ClientID("the-member"), kgo.DisableAutoCommit())
 	defer member.Close()
 	ctx := context.Background()
 	waitUntil(t, 20*time.Second, "the member in the group", func() bool {

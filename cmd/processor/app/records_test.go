@@ -30,10 +30,7 @@ func testCluster(t *testing.T, partitions int, topics ...string) string {
 // writeRecords produces records with kgo, synchronously.
 func writeRecords(t *testing.T, addr string, recs ...*kgo.Record) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := testClient(t, addr)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
