@@ -3,11 +3,15 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	kafka "github.com/segmentio/kafka-go"
+
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -167,4 +171,24 @@ func rejectOffsets(offsets ...int64) stages.Stage {
 		}
 		return in, nil
 	})
+}
+
+// TestCommitDoneReason: a failed commit's reason is a short label.
+func TestCommitDoneReason(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded), "fenced"},
+		{offsetstore.ErrStaleGeneration, "fenced"},
+		{fmt.Errorf("commit not acknowledged in time: %w", context.DeadlineExceeded), "timeout"},
+		{fmt.Errorf("commit: %w", kafka.GroupCoordinatorNotAvailable), "group_coordinator_not_available"},
+		{errors.New("connection reset"), "other"},
+	}
+	for _, tt := range tests {
+		if got := (pipeline.CommitDone{Err: tt.err}).Reason(); got != tt.want {
+			t.Errorf("%v: reason %q, want %q", tt.err, got, tt.want)
+		}
+	}
 }

@@ -82,7 +82,7 @@ type CommitDone struct {
 // Reason names why a commit failed, from a small set fit for a metric
 // label: "" (it did not), "fenced" (the group generation ended: a
 // rebalance), "timeout" (no answer in time), the Kafka error's name
-// ("coordinator_not_available", ...), or "other".
+// ("group_coordinator_not_available", ...), or "other".
 func (d CommitDone) Reason() string {
 	var ke kafka.Error
 	switch err := d.Err; {
