@@ -33,6 +33,9 @@ type coordinatorConfig struct {
 	retryBackoff      time.Duration
 	maxRetryBackoff   time.Duration
 	metadataBackoff   time.Duration // least time between metadata refreshes asked for missing leaders
+	// reportCommits sends a notice with the offsets (and newest record
+	// times) of every acknowledged commit, for an Observer.
+	reportCommits bool
 }
 
 // coordinatorOutputs are where the coordinator sends work. Each worker
@@ -51,10 +54,12 @@ type coordinatorOutputs struct {
 }
 
 // notice is something the coordinator reports to the application: a
-// reset, or a partition that stopped.
+// reset, a partition that stopped, or (with reportCommits) the offsets of
+// an acknowledged commit.
 type notice struct {
-	Reset   *offsetstore.ResetEvent
-	Stopped *PartitionStopped
+	Reset     *offsetstore.ResetEvent
+	Stopped   *PartitionStopped
+	Committed []CommittedOffset
 }
 
 // PartitionStopped reports a partition that stopped with an error.
@@ -120,6 +125,9 @@ type coordinator struct {
 	dirty        bool     // a watermark may have moved past its committed offset
 	nextCommitAt time.Time
 	flushes      []chan error
+	// committing are the offsets of the commit in flight, with their
+	// newest record times (reportCommits only).
+	committing []CommittedOffset
 
 	reserved     int64 // bytes reserved by fetches in flight
 	buffered     int64 // bytes handed to processing and not completed

@@ -40,6 +40,9 @@ func (c *coordinator) onProcessed(r *process.Report) {
 				c.stale("processed mark", p.tp)
 			} else {
 				c.dirty = true
+				if c.cfg.reportCommits {
+					p.recent.note(bt, done)
+				}
 			}
 		}
 		if done == h.span.End || cp.Err == nil {
@@ -76,6 +79,9 @@ func (c *coordinator) onCommit(r *commit.Result) {
 	switch {
 	case err == nil && current:
 		c.stats.commits.Add(1)
+		if len(c.committing) > 0 {
+			c.notices = append(c.notices, notice{Committed: c.committing})
+		}
 		for i := 0; i < r.Batch.Len(); i++ {
 			e := r.Batch.At(i)
 			if p := c.byTP(e.Partition); p != nil && e.Offset > p.committed {
@@ -98,6 +104,7 @@ func (c *coordinator) onCommit(r *commit.Result) {
 			c.dirty = true
 		}
 	}
+	c.committing = nil
 	if c.revoking && c.finalCommit {
 		c.finalErr = err
 	}
@@ -129,9 +136,13 @@ func (c *coordinator) sendCommit() bool {
 		}
 		if off, ok := p.wm.Committable(); ok && off > p.committed {
 			entries = append(entries, offsetstore.CommitEntry{Partition: p.tp, Offset: off})
+			if c.cfg.reportCommits {
+				c.committing = append(c.committing, CommittedOffset{Partition: p.tp, Offset: off, RecordTime: p.recent.newestBelow(off)})
+			}
 		}
 	}
 	if len(entries) == 0 {
+		c.committing = nil
 		return false
 	}
 	cb := offsetstore.NewCommitBatch(c.gen, entries)

@@ -138,15 +138,22 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	}
 	c.newEpoch(p)
 	ev.Epoch = p.epoch
-	c.stats.resets.Add(1)
 	c.notices = append(c.notices, notice{Reset: &ev})
-	lvl := zap.InfoLevel
-	if dataLoss || (ev.Skipped > 0 && reason != offsetstore.ReasonSeek && reason != offsetstore.ReasonNoCommittedOffset) {
-		lvl = zap.WarnLevel
+	if reason == offsetstore.ReasonNoCommittedOffset {
+		// where a partition the group never committed starts: the
+		// policy's choice, not a reset
+		c.log.Info("starting at the "+c.cfg.policy.String()+" offset (no committed offset)", zap.Stringer("partition", p.tp),
+			zap.Int64("offset", to), zap.Int64("skipped", ev.Skipped), zap.Int64("log_start", ls), zap.Int64("high_watermark", hw))
+	} else {
+		c.stats.resets.Add(1)
+		lvl := zap.InfoLevel
+		if dataLoss || (ev.Skipped > 0 && reason != offsetstore.ReasonSeek) {
+			lvl = zap.WarnLevel
+		}
+		c.log.Check(lvl, "partition reset").Write(zap.Stringer("partition", p.tp), zap.Stringer("reason", reason),
+			zap.Int64("from", from), zap.Int64("to", to), zap.Int64("skipped", ev.Skipped),
+			zap.Int64("log_start", ls), zap.Int64("high_watermark", hw), zap.Bool("data_loss", dataLoss))
 	}
-	c.log.Check(lvl, "partition reset").Write(zap.Stringer("partition", p.tp), zap.Stringer("reason", reason),
-		zap.Int64("from", from), zap.Int64("to", to), zap.Int64("skipped", ev.Skipped),
-		zap.Int64("log_start", ls), zap.Int64("high_watermark", hw), zap.Bool("data_loss", dataLoss))
 	c.moveWatermark(p, from, to, dataLoss)
 	c.startFetching(p, to)
 }

@@ -87,6 +87,7 @@ type partition struct {
 
 	wm        offsetstore.Watermark
 	committed int64 // last offset committed in this generation, -1 none
+	recent    recentMarks
 
 	out      []handout // batches handed to processing and not completed
 	outBytes int64     // their bytes

@@ -96,6 +96,10 @@ func TestResetDecisions(t *testing.T) {
 					t.Fatalf("reset %+v, want %+v", r, tt.want)
 				}
 			}
+			// a first start is reported, but it is not a reset
+			if counted, want := h.c.stats.resets.Load(), tt.want.reason != 0 && tt.want.reason != offsetstore.ReasonNoCommittedOffset; (counted == 1) != want || counted > 1 {
+				t.Fatalf("Stats.Resets %d after %v", counted, tt.want.reason)
+			}
 			if st.State != Fetching || st.Position != tt.position {
 				t.Fatalf("state %v at %d, want FETCHING at %d", st.State, st.Position, tt.position)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -23,6 +24,10 @@ type member struct {
 	conn *connection
 	loop *coordinatorLoop
 	log  *zap.Logger
+	obs  Observer // nil: none
+	// idleSince is when this member last stopped fetching (unix
+	// nanoseconds): the start of Run, or of the last revoke.
+	idleSince atomic.Int64
 	// finalErr is the error of the revoke that ended the last generation
 	// on shutdown (its final commit failed), nil if it succeeded.
 	finalErr error
@@ -35,6 +40,7 @@ type member struct {
 // generation was revoked and the group left) or the group cannot be
 // created.
 func (m *member) run(ctx context.Context) error {
+	m.idleSince.Store(time.Now().UnixNano())
 	k := m.cfg.Consumer
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                k.Group,
@@ -126,6 +132,9 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 		})
 		m.log.Info("generation started", zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID),
 			zap.String("member", gen.MemberID), zap.Int("partitions", len(parts)))
+		if m.obs != nil {
+			m.obs.Rebalanced(Rebalance{Generation: gen.ID, Partitions: len(parts), Paused: time.Since(time.Unix(0, m.idleSince.Load()))})
+		}
 		store := &generationStore{gen: gen, id: id, calls: &m.commits}
 		if !m.loop.send(ctx, &assignEvent{gen: id, store: store, partitions: parts}) {
 			return
@@ -138,6 +147,7 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 		// and commit within the rebalance timeout or the shutdown
 		// deadline.
 		now := time.Now()
+		m.idleSince.Store(now.UnixNano())
 		stopping := ctx.Err() != nil
 		total := m.cfg.Consumer.RebalanceTimeout * 3 / 4
 		if stopping {
@@ -176,6 +186,9 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 				m.finalErr = err
 			}
 			m.log.Warn(err.Error())
+		}
+		if m.obs != nil {
+			m.obs.Rebalanced(Rebalance{Generation: gen.ID, Ended: true, Partitions: len(parts)})
 		}
 	})
 }

@@ -53,6 +53,7 @@ type Pipeline struct {
 	onReset func(offsetstore.ResetEvent)
 	onStop  func(PartitionStopped)
 	sink    stages.Producer
+	obs     Observer
 	outputs []string
 	tick    time.Duration
 
@@ -77,8 +78,10 @@ func WithStage(name string, s stages.Stage) Option {
 func WithLogger(l stages.Logger) Option { return func(p *Pipeline) { p.log = logging.ToZap(l) } }
 
 // OnReset registers a function called for every reset (reason, from, to,
-// records skipped; DataLoss marks a data-loss reset). It runs on a
-// goroutine of its own, in order; it should not block for long.
+// records skipped; DataLoss marks a data-loss reset), and where each
+// partition without a committed offset starts (reason
+// no_committed_offset). It runs on a goroutine of its own, in order; it
+// should not block for long.
 func OnReset(fn func(offsetstore.ResetEvent)) Option { return func(p *Pipeline) { p.onReset = fn } }
 
 // OnPartitionStopped registers a function called when a partition stops

@@ -219,6 +219,7 @@ func (r *runner) run(ctx context.Context) error {
 		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
 		fetchersPerBroker: cfg.Consumer.FetchConcurrency,
 		metadataBackoff:   100 * time.Millisecond,
+		reportCommits:     p.obs != nil,
 	}, coordinatorOutputs{
 		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
 		commit:   func(c commit.Request) { commitCh <- c },
@@ -233,7 +234,7 @@ func (r *runner) run(ctx context.Context) error {
 				stream := fetcher.Stream(k.broker)
 				wg.Go(func() {
 					defer stream.Close()
-					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{stream.Fetch(j.ctx, j.batch)} })
+					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{r.fetch(stream, j)} })
 				})
 			}
 			if fetchCtx.Err() != nil {
@@ -245,6 +246,10 @@ func (r *runner) run(ctx context.Context) error {
 	}, log, &p.stats.coord, time.Now())
 	loop = newCoordinatorLoop(coord, processCh, noticeCh, p.tick)
 
+	// A bad input can fail every record: the chain's per-record
+	// warnings are rate-limited, with a count of what was left out.
+	chainLog := logging.RateLimited(logging.ForStage(log), 5, 10*time.Second)
+	defer chainLog.Flush()
 	chain := process.Chain{
 		Stages: p.stages,
 		Policy: process.FailurePolicy{
@@ -252,9 +257,15 @@ func (r *runner) run(ctx context.Context) error {
 			Stop: cfg.DeadLetter.Policy == DeadLetterStop, Sink: r.sink,
 		},
 		Timeout:      cfg.Consumer.ProcessingTimeout,
-		Log:          logging.ForStage(log),
+		Log:          chainLog,
 		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
 		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
+	}
+	if p.obs != nil {
+		chain.OnStage = func(s process.StageRun) {
+			p.obs.StageDone(StageDone{Stage: s.Stage, Records: s.In, Out: s.Out, Dropped: s.Dropped,
+				Failed: s.Failed, DeadLettered: s.DeadLettered, Duration: s.Duration})
+		}
 	}
 	processor := process.NewProcessor(process.Config{
 		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
@@ -269,14 +280,14 @@ func (r *runner) run(ctx context.Context) error {
 		})
 	})
 	wg.Go(func() {
-		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) event { return committedEvent{committer.Commit(ctx, c)} })
+		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) event { return committedEvent{r.commit(ctx, committer, c)} })
 	})
 	wg.Go(func() { r.refreshMetadata(runCtx, metadata, metaCh, loop) })
 	wg.Go(func() { r.notify(runCtx, noticeCh) })
 	p.loop.Store(loop)
 	defer p.loop.Store(nil)
 
-	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log}
+	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs}
 	err = m.run(ctx)
 	if err != nil {
 		return err
@@ -332,6 +343,41 @@ func (e *StoppedPartitionsError) Unwrap() []error {
 type fetchJob struct {
 	ctx   context.Context
 	batch offsetstore.FetchBatch
+}
+
+// fetch runs one fetch on a broker's stream and reports it to the
+// observer, if any.
+func (r *runner) fetch(s *fetch.Stream, j fetchJob) *fetch.Result {
+	if r.p.obs == nil {
+		return s.Fetch(j.ctx, j.batch)
+	}
+	began := time.Now()
+	res := s.Fetch(j.ctx, j.batch)
+	d := FetchDone{Broker: j.batch.Broker(), Partitions: j.batch.Len(), Latency: time.Since(began), Aborted: j.ctx.Err() != nil}
+	for i := range res.Partitions {
+		switch pr := &res.Partitions[i]; {
+		case pr.Outcome == fetch.OK && pr.Batch != nil:
+			d.Records += len(pr.Batch.Records())
+			d.Bytes += pr.Bytes
+		case pr.Outcome != fetch.OK && !d.Aborted:
+			d.Errors++
+			if d.Err == nil {
+				d.Err = pr.Err
+			}
+		}
+	}
+	r.p.obs.FetchDone(d)
+	return res
+}
+
+// commit runs one commit and reports it to the observer, if any.
+func (r *runner) commit(ctx context.Context, committer *commit.Committer, c commit.Request) *commit.Result {
+	began := time.Now()
+	res := committer.Commit(ctx, c)
+	if r.p.obs != nil {
+		r.p.obs.CommitDone(CommitDone{Partitions: c.Batch.Len(), Latency: time.Since(began), Err: res.Err})
+	}
+	return res
 }
 
 // serve runs a worker: one request at a time, its result to the
@@ -392,6 +438,9 @@ func (r *runner) notify(ctx context.Context, in <-chan notice) {
 			}
 			if n.Stopped != nil && r.p.onStop != nil {
 				r.p.onStop(*n.Stopped)
+			}
+			if n.Committed != nil && r.p.obs != nil {
+				r.p.obs.OffsetsCommitted(n.Committed)
 			}
 		}
 	}

@@ -20,7 +20,9 @@ type Stats struct {
 	RecordsProcessed int64
 	// DeadLetters counts records sent to the dead-letter topic.
 	DeadLetters int64
-	// Resets counts partition resets (see OnReset).
+	// Resets counts partition resets (see OnReset), except where a
+	// partition without a committed offset starts (reason
+	// no_committed_offset): that is a first start, not a reset.
 	Resets int64
 	// StaleDropped counts results dropped because their partition's
 	// epoch or generation had moved on.

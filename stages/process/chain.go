@@ -41,6 +41,30 @@ type Chain struct {
 	// StuckAfter is how long past its Timeout a stage call may run
 	// before it is reported as stuck; default DefaultStuckAfter.
 	StuckAfter time.Duration
+	// OnStage, if set, is called once for every stage a Run reached,
+	// when the stage is done with the run's records (isolation, retries
+	// and dead letters included), from the goroutine that called Run.
+	// It is not called for a stage whose run ctx ended.
+	OnStage func(StageRun)
+}
+
+// StageRun is what one stage did with the records of one Chain.Run.
+type StageRun struct {
+	Stage string
+	// In is how many records the stage was given; Out how many it
+	// returned (for the next stage).
+	In, Out int
+	// Dropped counts the records given that no returned record derives
+	// from (their source offset is on none of Out; see
+	// stages.Record.Offset) and that did not fail: what a filter drops.
+	Dropped int
+	// Failed counts the records that failed for good (every retry):
+	// dead-lettered, or stopping their partition. DeadLettered counts
+	// those the dead-letter sink acknowledged (or dropped with no sink).
+	Failed, DeadLettered int
+	// Duration is the time the stage took on the run, retries and dead
+	// letters included.
+	Duration time.Duration
 }
 
 // DefaultStuckAfter is the default Chain.StuckAfter.
@@ -73,6 +97,12 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 		if len(in) == 0 {
 			break
 		}
+		var began time.Time
+		if c.OnStage != nil {
+			began = time.Now()
+		}
+		var tally failureTally
+		failedAt := -1
 		out, err := c.call(ctx, st, in)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -82,9 +112,8 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 			if re := (*stages.RecordErrors)(nil); errors.As(err, &re) && re.Consistent(len(in)) {
 				known = re
 			}
-			var failedAt int
 			var cause error
-			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err)
+			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err, &tally)
 			if err != nil {
 				return nil, err
 			}
@@ -94,6 +123,9 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 					stop = &stages.StoppedError{Stage: st.Name, Offset: off, Failed: src.failed(in[failedAt]), Err: cause}
 				}
 			}
+		}
+		if c.OnStage != nil {
+			c.OnStage(tally.run(st.Name, in, out, failedAt, time.Since(began)))
 		}
 		if stop != nil {
 			out = sources(records).below(out, stop.Offset)
@@ -117,7 +149,8 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 // in, cause says why, and out holds the output of the records before it
 // only. failedAt is -1 when every record finished or was dead-lettered.
 // A non-nil err means ctx ended.
-func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error) (out []stages.Record, failedAt int, cause, err error) {
+func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
+	tally *failureTally) (out []stages.Record, failedAt int, cause, err error) {
 	j := 0 // next output of known
 	for i := range in {
 		var recErr error
@@ -145,13 +178,17 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 			return nil, -1, nil, aborted(ctx)
 		}
 		if c.Policy.Stop {
+			tally.failed++
 			return out, i, recErr, nil
 		}
 		switch dlErr := c.deadLetter(ctx, st.Name, in[i], recErr); {
 		case dlErr == nil:
+			tally.failed++
+			tally.deadLettered++
 		case ctx.Err() != nil:
 			return nil, -1, nil, aborted(ctx)
 		default: // undeliverable: the partition stops here
+			tally.failed++
 			return out, i, dlErr, nil
 		}
 	}

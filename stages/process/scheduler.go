@@ -317,17 +317,7 @@ func (s *Scheduler) complete(j *job) {
 		c.FinishedBelow, c.Err = max(j.unfinished, sp.Start), j.err
 	}
 	if s.onDone != nil {
-		recs := j.batch.Records()
-		n, _ := slices.BinarySearchFunc(recs, c.FinishedBelow, func(r stages.Record, off int64) int {
-			switch {
-			case r.Offset < off:
-				return -1
-			case r.Offset > off:
-				return 1
-			}
-			return 0
-		})
-		if n > 0 {
+		if n := RecordsBelow(j.batch, c.FinishedBelow); n > 0 {
 			s.onDone(n)
 		}
 	}

@@ -1,5 +1,5 @@
 // Package app is the processor's command line: run, lint, stages,
-// broker and version. cmd/processor is a thin main around Main; a program
+// offsets, consume, produce, broker and version. cmd/processor is a thin main around Main; a program
 // with stages of its own builds its binary the same way:
 //
 //	package main
@@ -49,12 +49,14 @@ const (
 // returns once the command is done: every goroutine it started has
 // ended.
 func Main(args []string) int {
-	return execute(context.Background(), args, &cli{stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default, exit: os.Exit})
+	return execute(context.Background(), args, &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default, exit: os.Exit})
 }
 
-// cli is what the commands share: where they write, which stages exist,
-// and how to exit at once (a second signal during a graceful stop).
+// cli is what the commands share: where they read and write, which
+// stages exist, and how to exit at once (a second signal during a
+// graceful stop).
 type cli struct {
+	stdin          io.Reader // produce's input; nil reads nothing
 	stdout, stderr io.Writer
 	registry       *stages.Registry
 	exit           func(code int)
@@ -104,6 +106,6 @@ Try it with no Kafka installed:
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(c.runCmd(), c.lintCmd(), c.stagesCmd(), c.brokerCmd(), c.versionCmd())
+	root.AddCommand(c.runCmd(), c.lintCmd(), c.stagesCmd(), c.offsetsCmd(), c.consumeCmd(), c.produceCmd(), c.brokerCmd(), c.versionCmd())
 	return root
 }

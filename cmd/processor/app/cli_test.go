@@ -165,8 +165,9 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(out, "processor ") {
 		t.Errorf("version: %d %q", code, out)
 	}
-	for _, cmd := range []string{"run", "lint", "stages", "broker", "version"} {
-		code, out, _ := runCLI(context.Background(), cliRegistry(), cmd, "--help")
+	for _, cmd := range [][]string{{"run"}, {"lint"}, {"stages"}, {"broker"}, {"version"}, {"offsets"}, {"offsets", "describe"},
+		{"offsets", "reset"}, {"consume"}, {"produce"}} {
+		code, out, _ := runCLI(context.Background(), cliRegistry(), append(cmd, "--help")...)
 		if code != ExitOK || !strings.Contains(out, "Usage:") {
 			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)
 		}

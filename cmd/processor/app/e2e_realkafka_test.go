@@ -23,4 +23,8 @@ func TestRealKafkaBinary(t *testing.T) {
 		binaryRestartLosesNothing(t, rc.Addrs[0]) // the config takes one bootstrap address; Metadata names the others
 	})
 	t.Run("SASLTLS", func(t *testing.T) { binarySASLTLS(t, k, rc.SecureAddrs[0], ca.CAFile, user, password) })
+	t.Run("Tools", func(t *testing.T) {
+		k.CreateTopic(t, "tools", 4)
+		binaryTools(t, rc.Addrs[0])
+	})
 }

@@ -2,10 +2,12 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +51,8 @@ func binarySASLTLS(t *testing.T, c *kafkatest.Kafka, bootstrap, caFile, user, pa
 	}
 	_, file, _, _ := runtime.Caller(0)
 	cfg := filepath.Join(filepath.Dir(file), "..", "..", "..", "configs", "sasl-tls.yaml")
-	p := startProcessor(t, []string{"KAFKA_BOOTSTRAP=" + bootstrap, "KAFKA_CA_FILE=" + caFile, "KAFKA_USERNAME=" + user, "KAFKA_PASSWORD=" + password},
-		"run", "-c", cfg, "--http", "off", "--max-records", "20", "--progress", "1s")
+	env := []string{"KAFKA_BOOTSTRAP=" + bootstrap, "KAFKA_CA_FILE=" + caFile, "KAFKA_USERNAME=" + user, "KAFKA_PASSWORD=" + password}
+	p := startProcessor(t, env, "run", "-c", cfg, "--http", "off", "--max-records", "20", "--progress", "1s")
 	if code := p.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr)
 	}
@@ -76,6 +78,43 @@ func binarySASLTLS(t *testing.T, c *kafkatest.Kafka, bootstrap, caFile, user, pa
 	if out := p.stdout.String() + p.stderr.String(); strings.Contains(out, password) {
 		t.Fatal("the output shows the password")
 	}
+	toolsSASLTLS(t, cfg, env, bootstrap, caFile, user, password)
+}
+
+// toolsSASLTLS: offsets and consume reach the TLS and SCRAM cluster with
+// the settings of the run's own configuration file, and with flags (the
+// password from the environment).
+func toolsSASLTLS(t *testing.T, cfg string, env []string, bootstrap, caFile, user, password string) {
+	bin := processorBinary(t)
+	var all strings.Builder
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runProgram(t, bin, env, "", args...)
+		all.WriteString(out + errOut)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+		}
+		return out
+	}
+	var d groupDescription
+	if err := json.Unmarshal([]byte(run("offsets", "describe", "-c", cfg, "-o", "json")), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Group != "order-enricher" || len(d.Partitions) != 1 || d.Partitions[0].Committed == nil || *d.Partitions[0].Committed != 20 ||
+		d.Partitions[0].Lag != 0 {
+		t.Errorf("describe with the file: %+v", d)
+	}
+	dead := jsonLines(t, run("consume", "-c", cfg, "--topic", "orders.dlq", "-o", "json"))
+	if len(dead) != 4 || !slices.ContainsFunc(dead[0].Headers, func(h jsonHeader) bool { return h.Key == "fencepost.error.stage" }) {
+		t.Errorf("the dead letters, with the file's settings: %+v", dead)
+	}
+	flags := []string{"--brokers", bootstrap, "--tls-ca", caFile, "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", user}
+	if out := run(append([]string{"consume", "--topic", "orders.enriched", "--count", "1", "-o", "value"}, flags...)...); !strings.Contains(out, `"order_id":0`) {
+		t.Errorf("consume with flags: %q", out)
+	}
+	if strings.Contains(all.String(), password) {
+		t.Fatal("the tools' output shows the password")
+	}
 }
 
 var (
@@ -84,10 +123,16 @@ var (
 	procErr  error
 )
 
-// startProcessor starts the processor binary itself (the built-in stages),
-// built once per test run next to the test binary; it is killed at the end
-// of the test if still running.
+// startProcessor starts the processor binary itself (the built-in stages);
+// it is killed at the end of the test if still running.
 func startProcessor(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	return startBinary(t, processorBinary(t), env, args...)
+}
+
+// processorBinary builds the processor binary itself once per test run,
+// next to the test binary, and returns its path.
+func processorBinary(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Dir(testBinary(t))
 	procOnce.Do(func() {
@@ -106,5 +151,5 @@ func startProcessor(t *testing.T, env []string, args ...string) *process {
 	if procErr != nil {
 		t.Fatal(procErr)
 	}
-	return startBinary(t, procPath, env, args...)
+	return procPath
 }

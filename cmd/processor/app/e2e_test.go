@@ -169,10 +169,7 @@ func TestBinaryRestartLosesNothing(t *testing.T) {
 // binaryRestartLosesNothing runs on the cluster at addr, which has a topic
 // "in" of 4 partitions.
 func binaryRestartLosesNothing(t *testing.T, addr string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := testClient(t, addr)
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
@@ -284,10 +281,7 @@ func freeAddr(t *testing.T) string {
 func TestBrokerDataDir(t *testing.T) {
 	dir := t.TempDir()
 	endOffsets := func(addr string) map[int32]int64 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		cl := testClient(t, addr)
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -300,10 +294,7 @@ func TestBrokerDataDir(t *testing.T) {
 		return out
 	}
 	addr, broker := startBroker(t, "--topics", "in", "--partitions", "4", "--data-dir", dir)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := testClient(t, addr)
 	produce(t, cl, 0, 40)
 	cl.Close()
 	if code := broker.terminate(t); code != 0 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
 	"github.com/fencepost-dev/fencepost/stages"
@@ -34,8 +35,13 @@ func TestMain(m *testing.M) {
 
 // runCLI runs the command line in process with reg's stages.
 func runCLI(ctx context.Context, reg *stages.Registry, args ...string) (code int, stdout, stderr string) {
+	return runCLIInput(ctx, reg, "", args...)
+}
+
+// runCLIInput runs the command line in process with stdin.
+func runCLIInput(ctx context.Context, reg *stages.Registry, stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut stagetest.Buffer
-	code = execute(ctx, args, &cli{stdout: &out, stderr: &errOut, registry: reg})
+	code = execute(ctx, args, &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, registry: reg})
 	return code, out.String(), errOut.String()
 }
 
@@ -46,6 +52,17 @@ func writeFile(t *testing.T, dir, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// testClient returns a franz-go client to the cluster at addr that writes
+// records to the partition they name; the caller closes it.
+func testClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
 
 var (
@@ -69,7 +86,9 @@ func testBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "processor")
-		cmd := exec.Command("go", "build", "-o", binPath, "./internal/testprocessor")
+		// -buildvcs=auto: the commit is recorded when the tree is a git
+		// clone, whatever GOFLAGS says (TestVersionFromCheckout)
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "./internal/testprocessor")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)

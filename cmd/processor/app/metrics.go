@@ -1,192 +1,222 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// statsCollector exports pipeline.Stats, read at each scrape, and the
-// monitor's last lag as Prometheus metrics.
-type statsCollector struct {
-	p   *pipeline.Pipeline
-	mon *monitor
+// metrics is the run's measurements: a pipeline.Observer, the reset and
+// stop hooks, and the producers' wrapper record into Prometheus
+// collectors (docs/operations.md explains each), and keep the totals the
+// progress line and the summary print. Labels are bounded: stage names,
+// brokers, topics, reasons; a partition only on lag and committed
+// offsets (see statsCollector).
+type metrics struct {
+	reg *prometheus.Registry
 
-	processed, deadLetters, resets, stale, commits, commitErrors, stops *prometheus.Desc
-	buffered, maxBuffered, assigned, stopped, stuck, lag                *prometheus.Desc
+	stageIn, stageOut, stageDropped, stageFailed, stageDeadLettered *prometheus.CounterVec
+	stageSeconds                                                    *prometheus.HistogramVec
+
+	fetchRequests, fetchRecords, fetchBytes, fetchErrors *prometheus.CounterVec
+	fetchSeconds                                         *prometheus.HistogramVec
+
+	commits        prometheus.Counter
+	commitFailures *prometheus.CounterVec
+	commitSeconds  prometheus.Histogram
+	recordAge      *prometheus.HistogramVec
+
+	rebalances, assigned, revoked prometheus.Counter
+	rebalancePause                prometheus.Histogram
+
+	resets, resetSkipped, stops *prometheus.CounterVec
+
+	produced, producedBytes, produceErrors *prometheus.CounterVec
+	produceSeconds                         *prometheus.HistogramVec
+
+	// totals for the progress line and the summary
+	filtered, producedTotal atomic.Int64
 }
 
-func newStatsCollector(p *pipeline.Pipeline, mon *monitor) *statsCollector {
-	d := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc("fencepost_"+name, help, labels, nil)
-	}
-	return &statsCollector{
-		p: p, mon: mon,
-		processed:    d("records_processed_total", "Records that finished every stage."),
-		deadLetters:  d("dead_letters_total", "Records sent to the dead-letter topic."),
-		resets:       d("resets_total", "Partition resets (seek, out of range, no committed offset)."),
-		stale:        d("stale_dropped_total", "Results dropped because their partition had moved on (rebalance, reset)."),
-		commits:      d("commits_total", "Offset commits."),
-		commitErrors: d("commit_errors_total", "Offset commits that failed."),
-		buffered:     d("buffered_bytes", "Bytes of records fetched and not yet finished."),
-		maxBuffered:  d("buffered_bytes_max", "Highest buffered_bytes seen."),
-		assigned:     d("assigned_partitions", "Partitions assigned to this member."),
-		stopped:      d("stopped_partitions", "Assigned partitions stopped with an error (see /readyz for why)."),
-		stops:        d("partition_stops_total", "Partitions stopped: a record failed under dead_letter policy stop, could not be dead-lettered, or auto_offset_reset none."),
-		stuck:        d("stuck_stage_calls", "Stage calls still running well past processing_timeout: the stage ignores its context and its partition waits."),
-		lag:          d("consumer_lag", "Records behind the high watermark, by the processed watermark; refreshed every few seconds.", "topic", "partition"),
-	}
-}
+// Bucket bounds, in seconds.
+var (
+	stageBuckets   = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+	latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	ageBuckets     = []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600}
+	pauseBuckets   = []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+)
 
-// Describe implements prometheus.Collector.
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.processed, c.deadLetters, c.resets, c.stale, c.commits, c.commitErrors,
-		c.buffered, c.maxBuffered, c.assigned, c.stopped, c.stops, c.stuck, c.lag} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	s, _ := c.p.Stats(ctx) // the counters come back even when not running
-	counter := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
-	}
-	gauge := func(d *prometheus.Desc, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
-	}
-	counter(c.processed, s.RecordsProcessed)
-	counter(c.deadLetters, s.DeadLetters)
-	counter(c.resets, s.Resets)
-	counter(c.stale, s.StaleDropped)
-	counter(c.commits, s.Commits)
-	counter(c.commitErrors, s.CommitErrors)
-	gauge(c.buffered, s.BufferedBytes)
-	gauge(c.maxBuffered, s.MaxBufferedBytes)
-	gauge(c.assigned, int64(len(s.Partitions)))
-	gauge(c.stopped, int64(countStopped(s)))
-	counter(c.stops, s.Stops)
-	gauge(c.stuck, s.StuckCalls)
-	for tp, l := range c.mon.lags() {
-		gauge(c.lag, l, tp.Topic, strconv.Itoa(int(tp.Partition)))
-	}
-}
-
-func countStopped(s pipeline.Stats) int {
-	n := 0
-	for _, p := range s.Partitions {
-		if p.State == pipeline.Stopped {
-			n++
-		}
-	}
-	return n
-}
-
-// httpServer serves /metrics and /healthz.
-type httpServer struct {
-	srv  *http.Server
-	ln   net.Listener
-	done sync.WaitGroup
-}
-
-// startHTTP listens on addr (so a taken port fails the start, not later)
-// and serves in the background until shutdown.
-func startHTTP(addr string, p *pipeline.Pipeline, mon *monitor) (*httpServer, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
+func newMetrics() *metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		newStatsCollector(p, mon))
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { health(w, r, p) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, p) })
-	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
-	h.done.Go(func() {
-		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = ln.Close()
+	f := promFactory{reg}
+	return &metrics{
+		reg: reg,
+
+		stageIn:           f.counters("stage_input_records_total", "Records given to a stage.", "stage"),
+		stageOut:          f.counters("stage_output_records_total", "Records a stage passed on to the next.", "stage"),
+		stageDropped:      f.counters("stage_dropped_records_total", "Records a stage dropped: no output derives from them and they did not fail (a filter's drops).", "stage"),
+		stageFailed:       f.counters("stage_failed_records_total", "Records that failed a stage for good, after the retries: dead-lettered, or stopping their partition.", "stage"),
+		stageDeadLettered: f.counters("stage_dead_lettered_records_total", "Records a stage failed that were written to the dead-letter topic.", "stage"),
+		stageSeconds:      f.histograms("stage_duration_seconds", "Time a stage took on one unit of records (a batch or a key group), retries and dead letters included.", stageBuckets, "stage"),
+
+		fetchRequests: f.counters("fetch_requests_total", "Fetch requests answered, by broker node id.", "broker"),
+		fetchRecords:  f.counters("fetch_records_total", "Records fetched, by broker.", "broker"),
+		fetchBytes:    f.counters("fetch_bytes_total", "Record payload bytes fetched, by broker.", "broker"),
+		fetchErrors:   f.counters("fetch_errors_total", "Partitions a fetch answered with an error (not leader, offset out of range, broker or network error), by broker.", "broker"),
+		fetchSeconds:  f.histograms("fetch_latency_seconds", "Fetch request latency, by broker; an idle partition's fetch waits up to fetch_max_wait.", latencyBuckets, "broker"),
+
+		commits:        f.counter("commits_total", "Offset commits acknowledged."),
+		commitFailures: f.counters("commit_failures_total", "Offset commits that failed, by reason (fenced: a rebalance ended the generation; timeout; a Kafka error name).", "reason"),
+		commitSeconds:  f.histogram("commit_latency_seconds", "Offset commit latency, retries of transient errors included.", latencyBuckets),
+		recordAge:      f.histograms("record_commit_age_seconds", "Age of the newest record an acknowledged commit covers (now minus its timestamp), once per partition per commit.", ageBuckets, "topic"),
+
+		rebalances:     f.counter("rebalances_total", "Generations this member joined (the first included)."),
+		assigned:       f.counter("partitions_assigned_total", "Partitions assigned to this member, summed over generations."),
+		revoked:        f.counter("partitions_revoked_total", "Partitions revoked from this member, summed over generations (the stop's included)."),
+		rebalancePause: f.histogram("rebalance_pause_seconds", "Time this member fetched nothing before a generation began: since the previous revoke began (or the start).", pauseBuckets),
+
+		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark; no_committed_offset is where a partition the group never committed started.", "reason"),
+		resetSkipped: f.counters("reset_skipped_offsets_total", "Offsets skipped by resets (records not processed), by reason.", "reason"),
+		stops:        f.counters("partition_stops_total", "Partitions stopped, by reason: record_failed (dead_letter policy stop), dead_letter_refused, no_valid_offset (auto_offset_reset none).", "reason"),
+
+		produced:       f.counters("produced_records_total", "Records written to an output or dead-letter topic, by topic.", "topic"),
+		producedBytes:  f.counters("produced_bytes_total", "Record bytes (key, value, headers) written, by topic.", "topic"),
+		produceErrors:  f.counters("produce_errors_total", "Produce calls that failed (the records are retried or dead-lettered), by topic.", "topic"),
+		produceSeconds: f.histograms("produce_latency_seconds", "Produce latency until acknowledged (acks=all), by topic.", latencyBuckets, "topic"),
+	}
+}
+
+// promFactory registers metrics in the fencepost_ namespace.
+type promFactory struct{ reg *prometheus.Registry }
+
+func (f promFactory) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "fencepost", Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) counters(name, help string, labels ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "fencepost", Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f promFactory) histogram(name, help string, buckets []float64) prometheus.Histogram {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "fencepost", Name: name, Help: help, Buckets: buckets})
+	f.reg.MustRegister(h)
+	return h
+}
+
+func (f promFactory) histograms(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "fencepost", Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}
+
+// StageDone implements pipeline.Observer.
+func (m *metrics) StageDone(d pipeline.StageDone) {
+	m.stageIn.WithLabelValues(d.Stage).Add(float64(d.Records))
+	m.stageOut.WithLabelValues(d.Stage).Add(float64(d.Out))
+	m.stageDropped.WithLabelValues(d.Stage).Add(float64(d.Dropped))
+	m.stageFailed.WithLabelValues(d.Stage).Add(float64(d.Failed))
+	m.stageDeadLettered.WithLabelValues(d.Stage).Add(float64(d.DeadLettered))
+	m.stageSeconds.WithLabelValues(d.Stage).Observe(d.Duration.Seconds())
+	m.filtered.Add(int64(d.Dropped))
+}
+
+// FetchDone implements pipeline.Observer.
+func (m *metrics) FetchDone(d pipeline.FetchDone) {
+	b := strconv.Itoa(int(d.Broker))
+	m.fetchRequests.WithLabelValues(b).Inc()
+	m.fetchRecords.WithLabelValues(b).Add(float64(d.Records))
+	m.fetchBytes.WithLabelValues(b).Add(float64(d.Bytes))
+	m.fetchErrors.WithLabelValues(b).Add(float64(d.Errors))
+	m.fetchSeconds.WithLabelValues(b).Observe(d.Latency.Seconds())
+}
+
+// CommitDone implements pipeline.Observer.
+func (m *metrics) CommitDone(d pipeline.CommitDone) {
+	m.commitSeconds.Observe(d.Latency.Seconds())
+	if d.Err != nil {
+		m.commitFailures.WithLabelValues(d.Reason()).Inc()
+		return
+	}
+	m.commits.Inc()
+}
+
+// OffsetsCommitted implements pipeline.Observer.
+func (m *metrics) OffsetsCommitted(cs []pipeline.CommittedOffset) {
+	now := time.Now()
+	for _, c := range cs {
+		if !c.RecordTime.IsZero() {
+			m.recordAge.WithLabelValues(c.Partition.Topic).Observe(max(now.Sub(c.RecordTime).Seconds(), 0))
 		}
-	})
-	return h, nil
-}
-
-// addr is the address served (useful with port 0).
-func (h *httpServer) addr() string { return h.ln.Addr().String() }
-
-// shutdown stops serving and waits for the server goroutine.
-func (h *httpServer) shutdown(ctx context.Context) {
-	if err := h.srv.Shutdown(ctx); err != nil {
-		_ = h.srv.Close()
 	}
-	h.done.Wait()
 }
 
-// health is the liveness probe: 200 while the pipeline runs (its
-// coordinator answers), 503 otherwise, with a small JSON body:
-// {"status":"ok","partitions":4,"stopped":0}. A stopped partition does
-// not make the process unhealthy (restarting it would not help); it
-// makes it unready.
-func health(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	body := map[string]any{"status": "ok"}
-	code := http.StatusOK
-	s, err := p.Stats(ctx)
+// Rebalanced implements pipeline.Observer.
+func (m *metrics) Rebalanced(r pipeline.Rebalance) {
+	if r.Ended {
+		m.revoked.Add(float64(r.Partitions))
+		return
+	}
+	m.rebalances.Inc()
+	m.assigned.Add(float64(r.Partitions))
+	m.rebalancePause.Observe(r.Paused.Seconds())
+}
+
+// reset is the pipeline's OnReset hook.
+func (m *metrics) reset(ev offsetstore.ResetEvent) {
+	reason := ev.Reason.String()
+	m.resets.WithLabelValues(reason).Inc()
+	m.resetSkipped.WithLabelValues(reason).Add(float64(ev.Skipped))
+}
+
+// stopped is the pipeline's OnPartitionStopped hook.
+func (m *metrics) stopped(s pipeline.PartitionStopped) {
+	m.stops.WithLabelValues(stopCause(s.Err)).Inc()
+}
+
+// stopCause names why a partition stopped, for a label.
+func stopCause(err error) string {
+	var (
+		re *offsetstore.ResetError
+		ue *stages.UndeliverableError
+		se *stages.StoppedError
+	)
+	switch {
+	case errors.As(err, &re):
+		return "no_valid_offset"
+	case errors.As(err, &ue):
+		return "dead_letter_refused"
+	case errors.As(err, &se):
+		return "record_failed"
+	}
+	return "other"
+}
+
+// produceDone records one Produce call to topic; output says whether it
+// counts as produced in the summary (the dead-letter topic does not).
+func (m *metrics) produceDone(topic string, records []stages.Record, took time.Duration, err error, output bool) {
+	m.produceSeconds.WithLabelValues(topic).Observe(took.Seconds())
 	if err != nil {
-		code, body["status"], body["error"] = http.StatusServiceUnavailable, "not running", err.Error()
-	} else {
-		body["partitions"], body["stopped"] = len(s.Partitions), countStopped(s)
+		m.produceErrors.WithLabelValues(topic).Inc()
+		return
 	}
-	writeJSON(w, code, body)
-}
-
-// ready is the readiness probe: 200 when the pipeline runs and every
-// assigned partition is being consumed; 503 with the reasons when it is
-// not running, a partition is stopped (with the partition and its
-// error), or a stage call is stuck past processing_timeout:
-// {"status":"not ready","reasons":["events/3 stopped: ..."]}.
-func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	s, err := p.Stats(ctx)
-	var reasons []string
-	if err != nil {
-		reasons = append(reasons, "not running: "+err.Error())
+	size := 0
+	for _, r := range records {
+		size += r.Size()
 	}
-	for _, ps := range s.Partitions {
-		if ps.State == pipeline.Stopped {
-			reasons = append(reasons, fmt.Sprintf("%s stopped: %v", ps.Partition, ps.Err))
-		}
+	m.produced.WithLabelValues(topic).Add(float64(len(records)))
+	m.producedBytes.WithLabelValues(topic).Add(float64(size))
+	if output {
+		m.producedTotal.Add(int64(len(records)))
 	}
-	if s.StuckCalls > 0 {
-		reasons = append(reasons, fmt.Sprintf("%d stage call(s) stuck past processing_timeout (a stage ignores its context)", s.StuckCalls))
-	}
-	body := map[string]any{"status": "ready", "partitions": len(s.Partitions), "stopped": countStopped(s)}
-	code := http.StatusOK
-	if len(reasons) > 0 {
-		code, body["status"], body["reasons"] = http.StatusServiceUnavailable, "not ready", reasons
-	}
-	writeJSON(w, code, body)
-}
-
-func writeJSON(w http.ResponseWriter, code int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(body)
 }

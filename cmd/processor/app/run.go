@@ -38,10 +38,11 @@ SIGTERM, then stops gracefully within shutdown_timeout: in-flight records
 finish, offsets are committed, the group is left. A second signal exits at
 once (exit code 130); what was not committed is processed again after
 restart. It prints progress every few seconds (records/s, consumer lag,
-resets, stopped partitions, buffered bytes) and a summary at the end, on
-stderr; stages that print write to stdout. /metrics, /healthz (liveness)
-and /readyz (readiness: 503 while a partition is stopped) are served on
-http.address.
+stopped partitions, records filtered, produced and dead-lettered, resets,
+buffered bytes) and a summary at the end, on stderr; stages that print
+write to stdout. /metrics, /healthz (liveness) and /readyz (readiness: 503
+while a partition is stopped) are served on http.address;
+docs/operations.md explains the metrics.
 
 The exit code is 1 when the run ends with stopped partitions: a record
 failed under dead_letter policy stop (or could not be dead-lettered), or

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"go.uber.org/zap"
 
@@ -32,9 +33,10 @@ type session struct {
 
 // result is what a run did, for the summary.
 type result struct {
-	elapsed      time.Duration
-	stats        pipeline.Stats
-	committedLag int64 // -1 unknown
+	elapsed            time.Duration
+	stats              pipeline.Stats
+	filtered, produced int64
+	committedLag       int64 // -1 unknown
 	// stopped are the partitions the run ended with stopped.
 	stopped []pipeline.PartitionStopped
 }
@@ -45,9 +47,10 @@ func (r result) print(w io.Writer, reason string) {
 		lag = fmt.Sprint(r.committedLag)
 	}
 	s := r.stats
-	fmt.Fprintf(w, "summary: processed %d records in %s (%.1f/s); dead letters %d; resets %d; commits %d (%d failed); stopped partitions %d; committed lag %s; stopped by %s\n",
+	fmt.Fprintf(w, "summary: processed %d records in %s (%.1f/s); filtered %d; produced %d; dead letters %d; resets %d; "+
+		"commits %d (%d failed); stopped partitions %d; committed lag %s; stopped by %s\n",
 		s.RecordsProcessed, r.elapsed.Round(100*time.Millisecond), float64(s.RecordsProcessed)/max(r.elapsed.Seconds(), 0.001),
-		s.DeadLetters, s.Resets, s.Commits, s.CommitErrors, len(r.stopped), lag, reason)
+		r.filtered, r.produced, s.DeadLetters, s.Resets, s.Commits, s.CommitErrors, len(r.stopped), lag, reason)
 	for _, st := range r.stopped {
 		fmt.Fprintf(w, "  stopped %s: %v\n", st.Partition, st.Err)
 	}
@@ -74,20 +77,34 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	}
 	defer adm.Close()
 
-	producers := newProducerPool(pc.Kafka)
+	m := newMetrics()
+	producers := newProducerPool(pc.Kafka, m)
 	defer func() {
 		if err := producers.close(); err != nil {
 			r.log.Warn("closing producers", zap.Error(err))
 		}
 	}()
-	built, err := r.buildStages(producers)
+	built, limiters, err := r.buildStages(producers)
+	defer flushAll(limiters)
 	if err != nil {
 		closeStages(built, r.log)
 		return result{}, err
 	}
-	// The pipeline logs resets and stopped partitions itself, and checks
-	// at start that the topics the stages write to exist.
-	opts := []pipeline.Option{pipeline.WithLogger(logging.ForStage(r.log)), pipeline.WithOutputTopics(producers.topics()...)}
+	// The pipeline logs resets and stopped partitions itself; the hooks
+	// count them. Dead letters go through the pool's producer, so they are
+	// measured like the outputs.
+	opts := []pipeline.Option{pipeline.WithLogger(logging.ForStage(r.log)), pipeline.WithObserver(m),
+		pipeline.OnReset(m.reset), pipeline.OnPartitionStopped(m.stopped)}
+	if dl := pc.DeadLetter; dl.Topic != "" && dl.Policy != pipeline.DeadLetterStop {
+		sink, err := producers.deadLetters(dl.Topic)
+		if err != nil {
+			closeStages(built, r.log)
+			return result{}, err
+		}
+		opts = append(opts, pipeline.WithDeadLetterSink(sink))
+	}
+	// It checks at start that the topics written to exist.
+	opts = append(opts, pipeline.WithOutputTopics(producers.topics()...))
 	var names []string
 	for _, b := range built {
 		opts = append(opts, pipeline.WithStage(b.name, b.stage))
@@ -101,22 +118,26 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	// The pipeline owns the stages now: Run closes them, and so does
 	// this if Run is never reached (Close runs once).
 	defer func() { _ = p.Close(context.Background()) }()
-	return r.runPipeline(ctx, p, adm, names)
+	return r.runPipeline(ctx, p, adm, m, names)
 }
 
-func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, names []string) (result, error) {
+func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, m *metrics, names []string) (result, error) {
 	cfg, pc := r.cfg, p.Config()
-	mon := &monitor{p: p, adm: adm, topics: pc.Consumer.Topics, interval: r.opts.progress, print: r.opts.progress > 0,
-		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
-	if mon.interval == 0 {
-		mon.interval = 5 * time.Second
+	interval := r.opts.progress
+	if interval == 0 {
+		interval = 5 * time.Second
 	}
+	lag := &lagSampler{adm: adm, topics: pc.Consumer.Topics, maxAge: min(interval, 5*time.Second)}
+	mon := &monitor{p: p, lag: lag, metrics: m, interval: interval, print: r.opts.progress > 0,
+		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
 	if cfg.Log.Format == "json" {
 		mon.log = r.log
 	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newStatsCollector(p, lag))
 	var httpAddr string
 	if cfg.HTTP.Address != "" {
-		h, err := startHTTP(cfg.HTTP.Address, p, mon)
+		h, err := startHTTP(cfg.HTTP.Address, p, m)
 		if err != nil {
 			return result{}, fmt.Errorf("http.address %s: %w (choose another address, or off)", cfg.HTTP.Address, err)
 		}
@@ -149,7 +170,7 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 
 	start := time.Now()
 	runErr := p.Run(ctx)
-	res := result{elapsed: time.Since(start), committedLag: -1}
+	res := result{elapsed: time.Since(start), committedLag: -1, filtered: m.filtered.Load(), produced: m.producedTotal.Load()}
 	stopMon()
 	res.stats, _ = p.Stats(context.Background()) // counters; the partitions are gone
 	var stopped *pipeline.StoppedPartitionsError
@@ -188,19 +209,32 @@ type builtStage struct {
 	stage stages.Stage
 }
 
-// buildStages builds every configured stage for the run: its logger,
-// the program's stdout (writes serialized) and the shared producers.
-func (r *session) buildStages(producers *producerPool) ([]builtStage, error) {
+// buildStages builds every configured stage for the run: its logger
+// (warnings and errors rate-limited, as a stage may log one per record),
+// the program's stdout (writes serialized) and the shared producers. Flush
+// the limiters when the run is over.
+func (r *session) buildStages(producers *producerPool) ([]builtStage, []*logging.Limiter, error) {
 	out := syncio.NewWriter(r.cli.stdout)
-	var built []builtStage
+	var (
+		built    []builtStage
+		limiters []*logging.Limiter
+	)
 	for _, s := range r.cfg.Stages {
-		st, err := s.Build(stages.Env{Log: logging.ForStage(r.log.Named(s.Name)), Stdout: out, Producer: producers.get})
+		log := logging.RateLimited(logging.ForStage(r.log.Named(s.Name)), 5, 10*time.Second)
+		limiters = append(limiters, log)
+		st, err := s.Build(stages.Env{Log: log, Stdout: out, Producer: producers.get})
 		if err != nil {
-			return built, err
+			return built, limiters, err
 		}
 		built = append(built, builtStage{name: s.Name, stage: st})
 	}
-	return built, nil
+	return built, limiters, nil
+}
+
+func flushAll(limiters []*logging.Limiter) {
+	for _, l := range limiters {
+		l.Flush()
+	}
 }
 
 // closeStages closes the built stages that hold resources when no

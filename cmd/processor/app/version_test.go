@@ -1,0 +1,75 @@
+package app
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBuildVersion: the version line shows the module version and what
+// Go recorded of the checkout; a version set at link time wins, and a
+// custom binary reports the fencepost module it was built with.
+func TestBuildVersion(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123abcd"},
+		{Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}, {Key: "vcs.modified", Value: "true"}}
+	tests := []struct {
+		name            string
+		bi              *debug.BuildInfo
+		version, commit string // link-time values
+		want            string
+	}{
+		{"no build information", nil, "", "", "(devel)"},
+		{"a checkout", &debug.BuildInfo{Main: debug.Module{Path: "github.com/fencepost-dev/fencepost", Version: "v0.0.0-20260102030405-0123abcd+dirty"}, Settings: vcs},
+			"", "", "v0.0.0-20260102030405-0123abcd+dirty (commit 0123abcd, 2026-01-02T03:04:05Z, modified)"},
+		{"go run: nothing recorded", &debug.BuildInfo{Main: debug.Module{Path: "github.com/fencepost-dev/fencepost", Version: "(devel)"}}, "", "", "(devel)"},
+		{"a custom binary", &debug.BuildInfo{Main: debug.Module{Path: "example.com/mine", Version: "v0.3.0"},
+			Deps: []*debug.Module{{Path: "github.com/fencepost-dev/fencepost", Version: "v1.4.0"}}}, "", "", "v1.4.0"},
+		{"set at link time", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0", "feedbeef", "v2.0.0 (commit feedbeef)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			Version, Commit = tt.version, tt.commit
+			defer func() { Version, Commit = "", "" }()
+			if got := buildFrom(tt.bi, tt.bi != nil).String(); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVersionFromCheckout: the built binary names the commit it was
+// built from when built in a git clone (as CI's is), and says nothing of
+// a commit otherwise (a git worktree, a source archive).
+func TestVersionFromCheckout(t *testing.T) {
+	bin := testBinary(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := ""
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+		if err == nil {
+			head = strings.TrimSpace(string(out))
+		}
+	}
+	p := startBinary(t, bin, nil, "version")
+	if code := p.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.stderr)
+	}
+	out := p.stdout.String()
+	if !strings.HasPrefix(out, "processor ") || !strings.Contains(out, " go1.") {
+		t.Fatalf("version line %q", out)
+	}
+	switch {
+	case head != "" && !strings.Contains(out, "(commit "+head):
+		t.Errorf("built in a clone at %s; version says %q", head, out)
+	case head == "" && strings.Contains(out, "commit"):
+		t.Errorf("built outside a clone; version claims a commit: %q", out)
+	}
+	t.Logf("%s (clone HEAD %q)", strings.TrimSpace(out), head)
+}

@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/stages/process"
+)
+
+// recentMarks remembers, for the last few spans marked processed on a
+// partition, where each ended and the timestamp of its last record, so
+// that a commit can report the time of the newest record it covers
+// (CommittedOffset.RecordTime) without keeping a time per record. With
+// ordering by partition, spans complete in order and the newest one at
+// or below the committed offset is exact; with ordering by key they may
+// complete out of order, and a commit whose offset is below every span
+// remembered reports no time.
+type recentMarks struct {
+	ends  [4]int64
+	times [4]int64 // unix nanoseconds; 0: unknown
+	next  uint8
+}
+
+// note remembers a span of bt marked up to end.
+func (r *recentMarks) note(bt *fetch.Batch, end int64) {
+	n := process.RecordsBelow(bt, end)
+	if n == 0 {
+		return
+	}
+	ts := bt.Records()[n-1].Timestamp
+	if ts.IsZero() {
+		return
+	}
+	i := r.next % uint8(len(r.ends))
+	r.ends[i], r.times[i] = end, ts.UnixNano()
+	r.next++
+}
+
+// newestBelow returns the record time of the remembered span with the
+// highest end at or below off, zero if none.
+func (r *recentMarks) newestBelow(off int64) time.Time {
+	best, at := int64(-1), int64(0)
+	for i, end := range r.ends {
+		if r.times[i] != 0 && end <= off && end > best {
+			best, at = end, r.times[i]
+		}
+	}
+	if at == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, at)
+}

@@ -1,0 +1,73 @@
+package process
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/fetch"
+)
+
+// failureTally counts the records of one stage's run that failed for
+// good, for StageRun.
+type failureTally struct {
+	failed       int // dead-lettered or stopping the partition
+	deadLettered int
+}
+
+// run builds the StageRun of a stage given in that returned out. A
+// record at failedAt (>= 0) stopped the run: it and the records after it
+// neither finished nor were dropped.
+func (t failureTally) run(stage string, in, out []stages.Record, failedAt int, d time.Duration) StageRun {
+	handled := in
+	if failedAt >= 0 {
+		handled = in[:failedAt]
+	}
+	return StageRun{
+		Stage: stage, In: len(in), Out: len(out),
+		Dropped: max(withoutOutput(handled, out)-t.deadLettered, 0),
+		Failed:  t.failed, DeadLettered: t.deadLettered, Duration: d,
+	}
+}
+
+// withoutOutput counts the records of in whose source offset no record of
+// out carries. Stages usually keep offset order, which makes this one
+// merge pass; otherwise the offsets of out go through a set.
+func withoutOutput(in, out []stages.Record) int {
+	if len(out) == 0 {
+		return len(in)
+	}
+	byOffset := func(a, b stages.Record) int { return cmp.Compare(a.Offset, b.Offset) }
+	if slices.IsSortedFunc(in, byOffset) && slices.IsSortedFunc(out, byOffset) {
+		n, j := 0, 0
+		for _, r := range in {
+			for j < len(out) && out[j].Offset < r.Offset {
+				j++
+			}
+			if j == len(out) || out[j].Offset != r.Offset {
+				n++
+			}
+		}
+		return n
+	}
+	have := make(map[int64]struct{}, len(out))
+	for _, r := range out {
+		have[r.Offset] = struct{}{}
+	}
+	n := 0
+	for _, r := range in {
+		if _, ok := have[r.Offset]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// RecordsBelow returns how many of the batch's records have an offset
+// below off (records are in offset order): the records a completion
+// with FinishedBelow off finished.
+func RecordsBelow(b *fetch.Batch, off int64) int {
+	n, _ := slices.BinarySearchFunc(b.Records(), off, func(r stages.Record, off int64) int { return cmp.Compare(r.Offset, off) })
+	return n
+}
