@@ -79,6 +79,13 @@ func seedScenario(t *testing.T, c *kafkatest.Kafka, validate bool) {
 	rec := newRecorder()
 	cfg := fastConfig(c, group, topic)
 	cfg.Consumer.SkipOffsetValidation = !validate
+	// The scenario is about resets, not rebalances: a session long
+	// enough that a loaded machine's stalls do not end it (a second
+	// generation would start from the committed offset 10 again and
+	// process 40..59 twice, which at-least-once allows but this test's
+	// exact counts do not).
+	cfg.Consumer.SessionTimeout = 10 * time.Second
+	cfg.Consumer.HeartbeatInterval = 500 * time.Millisecond
 	r := start(t, cfg, pipeline.WithStage("record", rec), pipeline.OnReset(func(ev offsetstore.ResetEvent) {
 		mu.Lock()
 		resets = append(resets, ev)
