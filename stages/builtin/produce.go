@@ -70,8 +70,10 @@ func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Rec
 	batch := make([]stages.Record, 0, len(in))
 	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
 	for i := range in {
-		e.load(&in[i])
-		r, err := s.t.apply(e, in[i])
+		r, err := in[i], e.load(&in[i])
+		if err == nil {
+			r, err = s.t.apply(e, in[i])
+		}
 		if err != nil {
 			if !re.Failed() {
 				for j := range in[:i] {
