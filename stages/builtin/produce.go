@@ -2,9 +2,9 @@ package builtin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/fencepost-dev/fencepost/internal/limits"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -36,8 +36,8 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if topic == "" {
-		return nil, &stages.OptionError{Option: "topic", Err: errors.New("empty topic name")}
+	if err := limits.TopicName(topic); err != nil {
+		return nil, &stages.OptionError{Option: "topic", Err: err}
 	}
 	t, err := compileTransform(opts)
 	if err != nil {
