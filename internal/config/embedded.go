@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/fencepost-dev/fencepost/internal/limits"
 )
@@ -95,6 +97,9 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 			d.probs.add(d.keys[key], key, fmt.Sprintf("%d is out of range", *v), fmt.Sprintf("use %d to %d", lo, hi))
 		}
 	}
+	if e.DataDir != "" {
+		d.checkDataDir(e.DataDir)
+	}
 	bound("kafka.embedded.brokers", &e.Brokers, 1, 1, 9)
 	bound("kafka.embedded.partitions", &e.Partitions, 4, 1, 1000)
 	for i, t := range e.Topics {
@@ -114,5 +119,22 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 		bound("kafka.embedded.demo_producer.rate", &dp.Rate, 10, 1, 100000)
 		bound("kafka.embedded.demo_producer.users", &dp.Users, 100, 1, 1000000)
 		bound("kafka.embedded.demo_producer.malformed_every", &dp.MalformedEvery, 0, 0, 1<<30)
+	}
+}
+
+// checkDataDir reports a data_dir the embedded broker could not use: one
+// that is, or is under, something other than a directory.
+func (d *decoder) checkDataDir(dir string) {
+	const key = "kafka.embedded.data_dir"
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err == nil && !fi.IsDir() {
+			d.probs.add(d.keys[key], key, fmt.Sprintf("%s is not a directory", p),
+				"name a directory the processor can write, or one to create, or leave data_dir out to keep the data in memory")
+			return
+		}
+		if err == nil || filepath.Dir(p) == p {
+			return
+		}
 	}
 }

@@ -199,3 +199,20 @@ func TestLoadRefusesLargeFiles(t *testing.T) {
 		t.Errorf("Load: %v", err)
 	}
 }
+
+// TestEmbeddedDataDir: a data_dir that is a file (or under one) is
+// reported as run would find it, at its key.
+func TestEmbeddedDataDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(file, "sub")} {
+		src := "kafka:\n  embedded:\n    data_dir: '" + dir + "'\nconsumer: {group: g, topics: [t]}\npipeline: []\n"
+		_, errs := parse(t, src, nil)
+		checkErrors(t, errs, []want{{"3:5", "kafka.embedded.data_dir", "is not a directory"}})
+	}
+	if _, errs := parse(t, "kafka:\n  embedded:\n    data_dir: '"+filepath.Join(t.TempDir(), "new", "dir")+"'\nconsumer: {group: g, topics: [t]}\npipeline: []\n", nil); errs != nil {
+		t.Errorf("a directory still to create: %v", errs)
+	}
+}
