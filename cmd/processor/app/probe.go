@@ -71,11 +71,11 @@ func probeBrokers(ctx context.Context, addrs []string, useTLS bool) []string {
 type listener int
 
 const (
-	foundNothing   listener = iota // connection refused, or no route
-	foundKafka                     // answered a Kafka request in plaintext
-	foundTLS                       // completed a TLS handshake
-	foundHTTP                      // answered as an HTTP server
-	foundSilent                    // accepted, but answered none of them
+	foundNothing listener = iota // connection refused, or no route
+	foundKafka                   // answered a Kafka request in plaintext
+	foundTLS                     // completed a TLS handshake
+	foundHTTP                    // answered as an HTTP server
+	foundSilent                  // accepted, but answered none of them
 )
 
 func describe(addr string, l listener, useTLS bool) string {
