@@ -131,7 +131,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 			"a configuration is a few kilobytes: check that this is the right file")
 		return nil, probs.result()
 	}
-	text, refs, ok := protect(strings.TrimPrefix(string(src), "\ufeff"), probs)
+	text, refs, ok := protect(lineEndings.Replace(strings.TrimPrefix(string(src), "\ufeff")), probs)
 	if !ok {
 		return nil, probs.result()
 	}
@@ -169,6 +169,10 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	}
 	return cfg, nil
 }
+
+// lineEndings turns the line breaks YAML knows (CRLF, CR) into LF, so
+// that lines are counted alike everywhere.
+var lineEndings = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 func (p *problems) result() error {
 	p.errs.sort()

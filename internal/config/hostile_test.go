@@ -216,3 +216,15 @@ func TestEmbeddedDataDir(t *testing.T) {
 		t.Errorf("a directory still to create: %v", errs)
 	}
 }
+
+// TestLineEndings: CRLF and lone CR end lines as LF does (as YAML says),
+// and positions count them so.
+func TestLineEndings(t *testing.T) {
+	for _, eol := range []string{"\r\n", "\r"} {
+		src := strings.ReplaceAll(base+"bogus: 1\n", "\n", eol)
+		_, errs := parse(t, src, nil)
+		checkErrors(t, errs, []want{{"8:1", "bogus", "unknown key"}})
+		_, errs = parse(t, strings.ReplaceAll(strings.Replace(base, "[orders]", "[${NOPE}]", 1), "\n", eol), nil)
+		checkErrors(t, errs, []want{{"5:12", "", "NOPE is not set"}})
+	}
+}
