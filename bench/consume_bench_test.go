@@ -2,7 +2,11 @@ package bench
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -10,6 +14,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
@@ -17,76 +22,106 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-const (
-	benchTopic      = "bench"
-	benchPartitions = 4
-	benchRecords    = 1_000_000
-	benchValueSize  = 100
+// Flags choose the data and the cluster; go test passes them after -args:
+//
+//	go test ./bench -run '^$' -bench ConsumePartitions -args -partitions 64 -value-size 1000
+var (
+	flagBrokers    = flag.String("brokers", "", "bootstrap `addresses` of a running cluster (for example one started with `processor broker --brokers 3`); empty starts one in-process broker")
+	flagInProcess  = flag.Int("inprocess-brokers", 1, "brokers of the in-process cluster, when -brokers is empty")
+	flagPartitions = flag.String("partitions", "4,64,512", "comma-separated partition counts for BenchmarkConsumePartitions")
+	flagRecords    = flag.Int("records", 1_000_000, "records in each benchmark topic")
+	flagValueSize  = flag.Int("value-size", 100, "bytes of each record's value")
 )
 
 var (
-	loadOnce sync.Once
-	loaded   *kafkatest.Cluster
-	loadErr  error
-	groupSeq atomic.Int64
+	clusterOnce sync.Once
+	clusterAddr []string
+	clusterErr  error
+	loadedMu    sync.Mutex
+	loaded      = map[int]string{} // partitions -> topic holding the data
+	groupSeq    atomic.Int64
 )
 
-// cluster starts one broker and loads benchRecords records of
-// benchValueSize bytes, uncompressed, spread evenly over the partitions.
-// Every benchmark of the run reads the same data.
-func cluster(b *testing.B) *kafkatest.Cluster {
-	loadOnce.Do(func() {
-		c, err := kafkatest.Start(1)
-		if err != nil {
-			loadErr = err
+// cluster returns the bootstrap addresses of the benchmark cluster (the
+// one -brokers names, or an in-process one started once per run) and a
+// topic of the given number of partitions holding -records records of
+// -value-size bytes, uncompressed, spread evenly over the partitions.
+// Every benchmark of the run with that partition count reads the same
+// data.
+func cluster(b *testing.B, partitions int) ([]string, string) {
+	clusterOnce.Do(func() {
+		if *flagBrokers != "" {
+			clusterAddr = strings.Split(*flagBrokers, ",")
 			return
 		}
-		if err := c.CreateTopicE(benchTopic, benchPartitions); err != nil {
-			loadErr = err
-			return
+		var c *kafkatest.Cluster
+		c, clusterErr = kafkatest.Start(*flagInProcess)
+		if c != nil {
+			clusterAddr = c.Addrs
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
-			kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
-		if err != nil {
-			loadErr = err
-			return
-		}
-		defer cl.Close()
-		value := make([]byte, benchValueSize)
-		for i := range value {
-			value[i] = byte('a' + i%26)
-		}
-		ctx := context.Background()
-		var firstErr atomic.Value
-		for i := 0; i < benchRecords; i++ {
-			cl.Produce(ctx, &kgo.Record{Topic: benchTopic, Partition: int32(i % benchPartitions), Value: value},
-				func(_ *kgo.Record, err error) {
-					if err != nil {
-						firstErr.CompareAndSwap(nil, err)
-					}
-				})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			loadErr = err
-			return
-		}
-		if err, _ := firstErr.Load().(error); err != nil {
-			loadErr = err
-			return
-		}
-		loaded = c
 	})
-	if loadErr != nil {
-		b.Fatal(loadErr)
+	if clusterErr != nil {
+		b.Fatal(clusterErr)
 	}
-	return loaded
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if topic, ok := loaded[partitions]; ok {
+		return clusterAddr, topic
+	}
+	// A name unique to this run: an external cluster may hold topics of
+	// earlier runs.
+	topic := fmt.Sprintf("bench-p%d-v%d-n%d-%d", partitions, *flagValueSize, *flagRecords, time.Now().UnixNano())
+	if err := load(clusterAddr, topic, partitions); err != nil {
+		b.Fatal(err)
+	}
+	loaded[partitions] = topic
+	return clusterAddr, topic
+}
+
+func load(addrs []string, topic string, partitions int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	value := make([]byte, *flagValueSize)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var firstErr atomic.Value
+	for i := 0; i < *flagRecords; i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: value},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err, _ := firstErr.Load().(error); err != nil {
+		return err
+	}
+	return nil
 }
 
 // consumeResult is one full read of the data.
 type consumeResult struct {
 	total      time.Duration // from start to the last record
 	steady     time.Duration // from the first record to the last
-	cpu        time.Duration // CPU time of the whole process (client and broker) during the read
+	cpu        time.Duration // CPU time of the whole process during the read
+	allocs     uint64        // heap allocations of the whole process during the read
 	records    int64
 	firstAfter time.Duration // group join and first fetch
 }
@@ -95,9 +130,11 @@ func (r consumeResult) report(b *testing.B) {
 	b.ReportMetric(float64(r.records)/r.steady.Seconds(), "records/s")
 	b.ReportMetric(float64(r.records)/r.total.Seconds(), "records/s-incl-join")
 	// Wall time on a shared machine is noisy; records per CPU-second of
-	// the process (client plus the in-process broker, which does the
-	// same work for every client) is steadier.
+	// the process is steadier. With the in-process broker it counts the
+	// broker's work too (the same for every client); with -brokers it is
+	// the client's alone. The same holds for allocations.
 	b.ReportMetric(float64(r.records)/r.cpu.Seconds(), "records/cpu-s")
+	b.ReportMetric(float64(r.allocs)/float64(r.records), "allocs/record")
 	b.ReportMetric(r.firstAfter.Seconds()*1000, "ms-to-first")
 }
 
@@ -110,22 +147,31 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// measure runs read until it has seen benchRecords records; read calls
-// seen(n) as records arrive and returns when ctx ends.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// measure runs read until it has seen every record of the topic; read
+// calls seen(n) as records arrive and returns when ctx ends.
 func measure(b *testing.B, read func(ctx context.Context, seen func(n int))) consumeResult {
+	want := int64(*flagRecords)
 	var count atomic.Int64
 	var first atomic.Int64
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start, cpu0 := time.Now(), cpuTime()
+	runtime.GC()
+	start, cpu0, allocs0 := time.Now(), cpuTime(), mallocs()
 	var end time.Time
 	var cpu1 time.Duration
+	var allocs1 uint64
 	var once sync.Once
 	seen := func(n int) {
 		first.CompareAndSwap(0, time.Now().UnixNano())
-		if count.Add(int64(n)) >= benchRecords {
-			once.Do(func() { end, cpu1 = time.Now(), cpuTime(); close(done) })
+		if count.Add(int64(n)) >= want {
+			once.Do(func() { end, cpu1, allocs1 = time.Now(), cpuTime(), mallocs(); close(done) })
 		}
 	}
 	finished := make(chan struct{})
@@ -133,28 +179,45 @@ func measure(b *testing.B, read func(ctx context.Context, seen func(n int))) con
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):
-		b.Fatalf("read only %d of %d records in 5 minutes", count.Load(), benchRecords)
+		b.Fatalf("read only %d of %d records in 5 minutes", count.Load(), want)
 	}
 	cancel()
 	<-finished
 	f := time.Unix(0, first.Load())
-	return consumeResult{total: end.Sub(start), steady: end.Sub(f), cpu: cpu1 - cpu0, records: count.Load(), firstAfter: f.Sub(start)}
+	return consumeResult{total: end.Sub(start), steady: end.Sub(f), cpu: cpu1 - cpu0, allocs: allocs1 - allocs0,
+		records: count.Load(), firstAfter: f.Sub(start)}
 }
 
 func group(name string) string { return fmt.Sprintf("%s-%d", name, groupSeq.Add(1)) }
 
-// BenchmarkConsume reads the same million records with this pipeline
-// (a no-op stage, commits on), kafka-go's Reader with a GroupID (commits
-// every second), and franz-go's kgo PollFetches with autocommit.
-func BenchmarkConsume(b *testing.B) {
-	c := cluster(b)
+// BenchmarkConsume reads the same records with this pipeline (a no-op
+// stage, commits on), kafka-go's Reader with a GroupID (commits every
+// second), and franz-go's kgo PollFetches with autocommit, from a topic of
+// 4 partitions.
+func BenchmarkConsume(b *testing.B) { consume(b, 4, true) }
+
+// BenchmarkConsumePartitions reads the same records spread over each
+// partition count of -partitions with this pipeline and kgo.
+func BenchmarkConsumePartitions(b *testing.B) {
+	for _, f := range strings.Split(*flagPartitions, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("-partitions %q: want comma-separated positive counts", *flagPartitions)
+		}
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) { consume(b, n, false) })
+	}
+}
+
+func consume(b *testing.B, partitions int, withReader bool) {
+	addrs, topic := cluster(b, partitions)
 	for _, fetchers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("fencepost/fetch_concurrency=%d", fetchers), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
+				var maxFetching int64
 				measure(b, func(ctx context.Context, seen func(int)) {
 					p, err := pipeline.New(pipeline.Config{
-						Kafka: pipeline.KafkaConfig{Brokers: c.Addrs},
-						Consumer: pipeline.ConsumerConfig{Group: group("fencepost"), Topics: []string{benchTopic},
+						Kafka: pipeline.KafkaConfig{Brokers: addrs},
+						Consumer: pipeline.ConsumerConfig{Group: group("fencepost"), Topics: []string{topic},
 							CommitInterval: time.Second, FetchConcurrency: fetchers},
 					}, pipeline.WithStage("count", stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 						seen(len(in))
@@ -167,33 +230,40 @@ func BenchmarkConsume(b *testing.B) {
 					if err := p.Run(ctx); err != nil {
 						b.Error(err)
 					}
+					st, _ := p.Stats(context.Background()) // counters survive Run
+					maxFetching = st.MaxFetchesInFlight
+				}).report(b)
+				// With several brokers, more fetches in flight at once
+				// than fetch_concurrency shows brokers fetched in parallel.
+				b.ReportMetric(float64(maxFetching), "max-fetches-in-flight")
+			}
+		})
+	}
+	if withReader {
+		b.Run("kafka-go-reader", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				measure(b, func(ctx context.Context, seen func(int)) {
+					r := kafka.NewReader(kafka.ReaderConfig{
+						Brokers: addrs, GroupID: group("kafkago"), Topic: topic,
+						CommitInterval: time.Second, MaxBytes: 50 << 20, MaxWait: 500 * time.Millisecond,
+						StartOffset: kafka.FirstOffset,
+					})
+					defer r.Close()
+					for {
+						if _, err := r.ReadMessage(ctx); err != nil {
+							return
+						}
+						seen(1)
+					}
 				}).report(b)
 			}
 		})
 	}
-	b.Run("kafka-go-reader", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			measure(b, func(ctx context.Context, seen func(int)) {
-				r := kafka.NewReader(kafka.ReaderConfig{
-					Brokers: c.Addrs, GroupID: group("kafkago"), Topic: benchTopic,
-					CommitInterval: time.Second, MaxBytes: 50 << 20, MaxWait: 500 * time.Millisecond,
-					StartOffset: kafka.FirstOffset,
-				})
-				defer r.Close()
-				for {
-					if _, err := r.ReadMessage(ctx); err != nil {
-						return
-					}
-					seen(1)
-				}
-			}).report(b)
-		}
-	})
 	b.Run("franz-go-kgo", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			measure(b, func(ctx context.Context, seen func(int)) {
-				cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.ConsumerGroup(group("kgo")),
-					kgo.ConsumeTopics(benchTopic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group("kgo")),
+					kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 					kgo.AutoCommitInterval(time.Second))
 				if err != nil {
 					b.Error(err)

@@ -67,6 +67,8 @@ type PartitionStopped struct {
 type coordinatorStats struct {
 	bufferedBytes atomic.Int64 // fetched-but-unfinished bytes
 	maxBuffered   atomic.Int64 // high-water mark of bufferedBytes
+	fetching      atomic.Int64 // fetches in flight
+	maxFetching   atomic.Int64 // high-water mark of fetching
 	staleDropped  atomic.Int64 // results dropped for a stale epoch or generation
 	ignored       atomic.Int64 // invalid or surprising input ignored
 	resets        atomic.Int64
@@ -130,6 +132,7 @@ type coordinator struct {
 	notices      []notice
 	scratchR     []offsetstore.ResolveEntry
 	scratchSlots []int
+	scratchLater []*partition
 }
 
 func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logger, stats *coordinatorStats, now time.Time) *coordinator {
@@ -269,6 +272,16 @@ func (c *coordinator) plan() {
 	c.stats.bufferedBytes.Store(c.buffered)
 	if c.buffered > c.stats.maxBuffered.Load() {
 		c.stats.maxBuffered.Store(c.buffered)
+	}
+	fetching := int64(0)
+	for _, b := range c.fetchers {
+		if b.flight.busy() {
+			fetching++
+		}
+	}
+	c.stats.fetching.Store(fetching)
+	if fetching > c.stats.maxFetching.Load() {
+		c.stats.maxFetching.Store(fetching)
 	}
 }
 

@@ -24,6 +24,10 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 	c.reserved -= b.reserved
 	b.reserved = 0
 	current := req.Generation() == c.gen && c.active
+	// Partitions that brought records queue after those that did not,
+	// so a broker that fills a response from the first partitions it is
+	// asked for serves the others next time: no partition starves.
+	later := c.scratchLater[:0]
 	for i := range slots {
 		pr := &fetch.PartitionResult{Outcome: fetch.Retriable, Err: errMisaligned}
 		if len(r.Partitions) == len(slots) {
@@ -55,7 +59,11 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 		}
 		switch pr.Outcome {
 		case fetch.OK:
-			c.onFetched(p, pr)
+			if c.onFetched(p, pr) {
+				later = append(later, p)
+			} else {
+				c.makeReady(p)
+			}
 		case fetch.OffsetOutOfRange:
 			c.outOfRange(p, pr)
 		case fetch.NotLeader:
@@ -74,19 +82,25 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			}
 		}
 	}
+	for i, p := range later {
+		c.makeReady(p)
+		later[i] = nil
+	}
+	c.scratchLater = later[:0]
 }
 
-func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) {
+// onFetched takes an OK result and reports whether the position moved;
+// the caller queues p for its next fetch either way (see onFetch).
+func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved bool) {
 	at := p.pos.Offset()
 	if pr.Next < at {
 		c.ignore("fetch result going backwards", zap.Stringer("partition", p.tp), zap.Int64("position", at), zap.Int64("next", pr.Next))
 		p.backoff(c)
-		return
+		return false
 	}
 	p.failures = 0
 	if pr.Next == at {
-		c.makeReady(p)
-		return
+		return false
 	}
 	if bt := pr.Batch; bt != nil {
 		// The coordinator records what it hands out (span, epoch,
@@ -103,7 +117,7 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) {
 		c.dirty = true
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
-	c.makeReady(p)
+	return true
 }
 
 // outOfRange handles a broker's OffsetOutOfRange: the position is checked

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -197,6 +198,79 @@ func TestPauseKeepsPosition(t *testing.T) {
 	h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp0}, pause: false, done: make(chan error, 1)})
 	if f := h.takeFetch(1); f.At(0).Position.Offset() != 5 {
 		t.Fatalf("resumed at %d, want 5", f.At(0).Position.Offset())
+	}
+}
+
+// TestFetchOrderRotates: partitions that brought records are asked for
+// last in the next fetch, so a broker that fills its response from the
+// first partitions of a request serves the others next; a partition the
+// broker left out (OK, nothing) is asked again at once, without backoff.
+func TestFetchOrderRotates(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest})
+	tps := make([]offsetstore.TopicPartition, 4)
+	leaders := map[offsetstore.TopicPartition]int32{}
+	var parts []assignedPartition
+	for i := range tps {
+		tps[i] = offsetstore.TopicPartition{Topic: "events", Partition: int32(i)}
+		leaders[tps[i]] = 1
+		parts = append(parts, assignedPartition{tp: tps[i], start: offsetstore.Committed(0)})
+	}
+	h.leaders(leaders)
+	h.assign(1, newMemoryStore(1), parts...)
+	order := func(f offsetstore.FetchBatch) []int32 {
+		var out []int32
+		for i := 0; i < f.Len(); i++ {
+			out = append(out, f.At(i).Partition.Partition)
+		}
+		return out
+	}
+	first := h.takeFetch(1)
+	if got := order(first); !slices.Equal(got, []int32{0, 1, 2, 3}) {
+		t.Fatalf("first fetch asks for %v, want [0 1 2 3]", got)
+	}
+	// The response filled up with partitions 0 and 1; 2 and 3 were left
+	// out.
+	h.answerFetch(first, func(e offsetstore.FetchEntry) fetch.PartitionResult {
+		if e.Partition.Partition < 2 {
+			return records(e, 10, 0, 100)
+		}
+		return records(e, 0, -1, -1)
+	})
+	second := h.takeFetch(1)
+	if got := order(second); !slices.Equal(got, []int32{2, 3, 0, 1}) {
+		t.Fatalf("second fetch asks for %v, want [2 3 0 1]: the partitions left out first", got)
+	}
+	if second.At(2).Position.Offset() != 10 || second.At(0).Position.Offset() != 0 {
+		t.Fatalf("positions %d and %d, want 10 and 0", second.At(2).Position.Offset(), second.At(0).Position.Offset())
+	}
+}
+
+// TestBrokersFetchInParallel: with the default budget (64 MiB) and fetch
+// sizes (50 MiB per fetch, 1 MiB per partition), a fetch reserves what it
+// can return, its partitions times 1 MiB, so each of three brokers gets a
+// fetch at once; reserving fetch_max_bytes would leave room for one.
+func TestBrokersFetchInParallel(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest,
+		budget: 64 << 20, fetchMaxBytes: 50 << 20, partitionMaxBytes: 1 << 20, fetchersPerBroker: 1})
+	leaders := map[offsetstore.TopicPartition]int32{}
+	var parts []assignedPartition
+	for i := int32(0); i < 12; i++ {
+		tp := offsetstore.TopicPartition{Topic: "events", Partition: i}
+		leaders[tp] = i % 3
+		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
+	}
+	h.leaders(leaders)
+	h.assign(1, newMemoryStore(1), parts...)
+	if len(h.fetches) != 3 {
+		t.Fatalf("%d fetches in flight, want one to each of 3 brokers", len(h.fetches))
+	}
+	for i, f := range h.fetches {
+		if f.Broker() != int32(i) || f.Len() != 4 || f.MaxBytes() != 4<<20 {
+			t.Fatalf("fetch %d: broker %d, %d partitions, %d bytes; want broker %d, 4 partitions, 4 MiB", i, f.Broker(), f.Len(), f.MaxBytes(), i)
+		}
+	}
+	if n := h.c.stats.maxFetching.Load(); n != 3 {
+		t.Fatalf("MaxFetchesInFlight %d, want 3", n)
 	}
 }
 

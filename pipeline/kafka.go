@@ -11,18 +11,22 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
+	franzsasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
 
-// connection is what every kafka-go client of a pipeline shares: TLS,
-// SASL, client id.
+// connection is what every client of a pipeline shares: TLS, SASL,
+// client id; for kafka-go (membership, commits, lookups, producing) and
+// for the fetch path's own connections.
 type connection struct {
-	brokers  []string
-	clientID string
-	tls      *tls.Config
-	sasl     sasl.Mechanism
-	timeout  time.Duration
+	brokers   []string
+	clientID  string
+	tls       *tls.Config
+	sasl      sasl.Mechanism      // kafka-go's
+	fetchSASL franzsasl.Mechanism // the fetch path's
+	timeout   time.Duration
 }
 
 func newConnection(c KafkaConfig) (*connection, error) {
@@ -35,13 +39,21 @@ func newConnection(c KafkaConfig) (*connection, error) {
 		conn.tls = t
 	}
 	if c.SASL != nil {
-		m, err := saslMechanism(c.SASL)
+		a, err := kafkaauth.New(c.SASL.Mechanism, c.SASL.Username, string(c.SASL.Password))
 		if err != nil {
 			return nil, err
 		}
-		conn.sasl = m
+		if conn.sasl, err = a.KafkaGo(); err != nil {
+			return nil, err
+		}
+		conn.fetchSASL = a.Franz()
 	}
 	return conn, nil
+}
+
+// fetchDialer is how the fetch path connects to brokers.
+func (c *connection) fetchDialer() *kafkawire.Dialer {
+	return &kafkawire.Dialer{ClientID: c.clientID, Timeout: c.timeout, TLS: c.tls, SASL: c.fetchSASL}
 }
 
 // Config returns the crypto/tls configuration these settings describe,
@@ -67,14 +79,6 @@ func (c *TLS) Config() (*tls.Config, error) {
 		t.Certificates = []tls.Certificate{cert}
 	}
 	return t, nil
-}
-
-func saslMechanism(c *SASL) (sasl.Mechanism, error) {
-	a, err := kafkaauth.New(c.Mechanism, c.Username, string(c.Password))
-	if err != nil {
-		return nil, err
-	}
-	return a.KafkaGo()
 }
 
 // transport returns a new Transport (each has its own metadata cache and

@@ -180,17 +180,19 @@ func (r *runner) run(ctx context.Context) error {
 	defer stopTimer()
 
 	client := kafkawire.New(r.transport, r.conn.addr())
+	brokers := &fetch.Brokers{}
 	fetcher, err := fetch.NewFetcher(fetch.Config{
-		Client:  client,
+		Dialer: r.conn.fetchDialer(), Brokers: brokers,
 		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: int32(cfg.Consumer.FetchMinBytes),
 		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: cfg.Consumer.ReadCommitted,
 	})
 	if err != nil {
 		return err
 	}
+	defer fetcher.Close() // after wg.Wait (deferred below): every stream is closed
 	resolver := resolve.NewResolver(client, cfg.Kafka.DialTimeout)
 	committer := commit.NewCommitter(100*time.Millisecond, cfg.Kafka.DialTimeout)
-	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics)
+	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics, brokers)
 
 	var wg conc.WaitGroup
 	defer wg.Wait()
@@ -228,8 +230,10 @@ func (r *runner) run(ctx context.Context) error {
 			if ch == nil {
 				ch = make(chan fetchJob, 1)
 				fetchers[k] = ch
+				stream := fetcher.Stream(k.broker)
 				wg.Go(func() {
-					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{fetcher.Fetch(j.ctx, j.batch)} })
+					defer stream.Close()
+					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{stream.Fetch(j.ctx, j.batch)} })
 				})
 			}
 			if fetchCtx.Err() != nil {

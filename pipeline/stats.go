@@ -10,6 +10,12 @@ type Stats struct {
 	BufferedBytes int64
 	// MaxBufferedBytes is the highest BufferedBytes seen.
 	MaxBufferedBytes int64
+	// FetchesInFlight is how many fetch requests are in flight now: at
+	// most fetch_concurrency per broker leading assigned partitions.
+	// MaxFetchesInFlight is the highest seen; with several brokers it
+	// shows whether they were fetched from in parallel.
+	FetchesInFlight    int64
+	MaxFetchesInFlight int64
 	// RecordsProcessed counts records that finished every stage.
 	RecordsProcessed int64
 	// DeadLetters counts records sent to the dead-letter topic.
@@ -42,16 +48,18 @@ type pipelineStats struct {
 
 func (s *pipelineStats) snapshot() Stats {
 	return Stats{
-		BufferedBytes:     s.coord.bufferedBytes.Load(),
-		MaxBufferedBytes:  s.coord.maxBuffered.Load(),
-		RecordsProcessed:  s.processed.Load(),
-		DeadLetters:       s.deadLetters.Load(),
-		Resets:            s.coord.resets.Load(),
-		StaleDropped:      s.coord.staleDropped.Load(),
-		Commits:           s.coord.commits.Load(),
-		CommitErrors:      s.coord.commitErrors.Load(),
-		StoppedPartitions: s.coord.stoppedPartitions.Load(),
-		Stops:             s.coord.stops.Load(),
-		StuckCalls:        s.stuck.Load(),
+		BufferedBytes:      s.coord.bufferedBytes.Load(),
+		MaxBufferedBytes:   s.coord.maxBuffered.Load(),
+		FetchesInFlight:    s.coord.fetching.Load(),
+		MaxFetchesInFlight: s.coord.maxFetching.Load(),
+		RecordsProcessed:   s.processed.Load(),
+		DeadLetters:        s.deadLetters.Load(),
+		Resets:             s.coord.resets.Load(),
+		StaleDropped:       s.coord.staleDropped.Load(),
+		Commits:            s.coord.commits.Load(),
+		CommitErrors:       s.coord.commitErrors.Load(),
+		StoppedPartitions:  s.coord.stoppedPartitions.Load(),
+		Stops:              s.coord.stops.Load(),
+		StuckCalls:         s.stuck.Load(),
 	}
 }

@@ -18,6 +18,14 @@ type Header struct {
 // the unchanged byte slices of an input record is fine). The pipeline
 // never reuses the memory of a record it handed out, so a stage may keep
 // references after Process returns.
+//
+// The Key, Value and header values of fetched records are not copies:
+// they point into the fetch response they arrived in (or into the
+// decompressed batch), which the records of a batch share. That memory
+// lives as long as anything refers to any part of it, so a stage that
+// keeps a few bytes of a record for long (a cache, a dedup set) should
+// copy them (bytes.Clone): holding one record's Key keeps its whole
+// response, up to fetch_max_bytes, in memory.
 type Record struct {
 	Topic     string
 	Partition int32

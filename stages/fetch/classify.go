@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net"
 
@@ -21,7 +22,8 @@ func classify(code int16) Outcome {
 		kafka.KafkaStorageError, kafka.PreferredLeaderNotAvailable:
 		return NotLeader
 	case kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed, kafka.InvalidMessage,
-		kafka.UnsupportedVersion, kafka.UnsupportedCompressionType:
+		kafka.UnsupportedVersion, kafka.UnsupportedCompressionType, kafka.SASLAuthenticationFailed,
+		kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState:
 		return Fatal
 	}
 	return Retriable
@@ -34,8 +36,16 @@ func classifyRequestError(err error) Outcome {
 	if errors.As(err, &ke) {
 		return classify(int16(ke))
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+	var (
+		ne       net.Error
+		unknown  x509.UnknownAuthorityError
+		invalid  x509.CertificateInvalidError
+		hostname x509.HostnameError
+	)
+	switch {
+	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &hostname):
+		return Fatal // TLS trust: the configuration must change
+	case errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded):
 		return Retriable
 	}
 	// Routing errors from the transport's metadata (no leader, unknown

@@ -4,25 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
-	kfetch "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// Config configures a Fetcher. The zero value of each field but Client is
-// a useful default.
+// fetchVersion is the Fetch request version sent: v11 names topics
+// (v13 and later use topic ids) and is served by every Kafka from 2.3
+// on, 4.x included (whose oldest is v4).
+const fetchVersion = 11
+
+// Config configures a Fetcher. The zero value of each field but Dialer
+// and Brokers is a useful default.
 type Config struct {
-	// Client sends the requests; required. Its transport's metadata
-	// cache routes each request to the leader of its partitions.
-	Client *kafkawire.Client
+	// Dialer connects to brokers (TLS, SASL, client id); required.
+	Dialer *kafkawire.Dialer
+	// Brokers says where each broker listens; required. The metadata
+	// refresher (Metadata) keeps it current.
+	Brokers *Brokers
 	// MaxWait is how long the broker may hold a fetch waiting for
 	// MinBytes. Default 500ms.
 	MaxWait time.Duration
@@ -52,46 +57,110 @@ func (c *Config) defaults() {
 	}
 }
 
-// Fetcher turns FetchBatches into Results. It holds no per-request state
-// and is safe for concurrent use; the pipeline runs one goroutine per
-// broker, each with at most one request in flight.
-type Fetcher struct {
-	cfg Config
+// Brokers is where each broker of the cluster listens (host:port by
+// node id), as the last metadata said. It is safe for concurrent use.
+type Brokers struct {
+	m atomic.Pointer[map[int32]string]
 }
 
-// NewFetcher returns a Fetcher.
+// Addr returns the address of broker id.
+func (b *Brokers) Addr(id int32) (string, bool) {
+	m := b.m.Load()
+	if m == nil {
+		return "", false
+	}
+	a, ok := (*m)[id]
+	return a, ok
+}
+
+// Set replaces the addresses.
+func (b *Brokers) Set(addrs map[int32]string) { b.m.Store(&addrs) }
+
+// Fetcher turns FetchBatches into Results over connections of its own,
+// decoding record batches itself. The Fetcher is shared; each broker's
+// fetch goroutine uses a Stream of its own.
+type Fetcher struct {
+	cfg    Config
+	codecs *codecs
+}
+
+// NewFetcher returns a Fetcher. Close it when done.
 func NewFetcher(cfg Config) (*Fetcher, error) {
-	if cfg.Client == nil {
-		return nil, errors.New("fetch: Config.Client is required")
+	if cfg.Dialer == nil || cfg.Brokers == nil {
+		return nil, errors.New("fetch: Config.Dialer and Config.Brokers are required")
 	}
 	cfg.defaults()
-	return &Fetcher{cfg: cfg}, nil
+	return &Fetcher{cfg: cfg, codecs: newCodecs()}, nil
 }
+
+// Close releases what the Fetcher holds (after every Stream is closed).
+func (f *Fetcher) Close() { f.codecs.close() }
+
+// Stream returns a stream of fetches to one broker: one connection (made
+// when first needed, and again after an error), one request at a time.
+// It is not safe for concurrent use: one goroutine owns it and closes it.
+func (f *Fetcher) Stream(broker int32) *Stream { return &Stream{f: f, broker: broker} }
+
+// Stream fetches from one broker; see Fetcher.Stream.
+type Stream struct {
+	f      *Fetcher
+	broker int32
+	conn   *kafkawire.Conn
+}
+
+// Close closes the stream's connection.
+func (s *Stream) Close() {
+	if s.conn != nil {
+		_ = s.conn.Close()
+		s.conn = nil
+	}
+}
+
+// connect returns a live connection to the stream's broker.
+func (s *Stream) connect(ctx context.Context) (*kafkawire.Conn, error) {
+	addr, ok := s.f.cfg.Brokers.Addr(s.broker)
+	if !ok {
+		return nil, fmt.Errorf("%w: broker %d is not in the cluster's metadata", errUnknownBroker, s.broker)
+	}
+	if s.conn != nil && s.conn.Addr() == addr {
+		return s.conn, nil
+	}
+	s.Close()
+	c, err := s.f.cfg.Dialer.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	s.conn = c
+	return c, nil
+}
+
+// errUnknownBroker: the metadata does not name the broker (yet): refresh
+// it and route the partitions again.
+var errUnknownBroker = errors.New("unknown broker")
 
 // Fetch sends one Fetch request for every entry of b and returns one
 // result per entry, in order. It never fails as a whole: a request error
 // becomes every entry's outcome.
-func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
+func (s *Stream) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
-	req := f.request(b)
-	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.f.cfg.Timeout)
 	defer cancel()
-	m, err := f.cfg.Client.RoundTrip(ctx, req)
-	if err == nil && m == nil {
-		err = errors.New("empty fetch response")
-	}
-	var resp *kfetch.Response
+	resp := kmsg.NewPtrFetchResponse()
+	conn, err := s.connect(ctx)
 	if err == nil {
-		var ok bool
-		if resp, ok = m.(*kfetch.Response); !ok {
-			err = fmt.Errorf("unexpected fetch response type %T", m)
-		} else if resp.ErrorCode != 0 {
-			err = kafka.Error(resp.ErrorCode)
+		if err = conn.Request(ctx, s.f.request(b), resp); err != nil {
+			s.Close()
 		}
+	}
+	if err == nil && resp.ErrorCode != 0 {
+		err = kafka.Error(resp.ErrorCode)
 	}
 	if err != nil {
 		outcome := classifyRequestError(err)
-		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		switch {
+		case errors.Is(err, errUnknownBroker):
+			outcome = NotLeader
+		case ctx.Err() != nil:
 			outcome = Retriable
 		}
 		for i := range res.Partitions {
@@ -114,17 +183,19 @@ func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 			i := find(b, t.Topic, p.Partition, k)
 			k++
 			if i < 0 || answered[i] {
-				closeRecords(p.RecordSet.Records)
 				continue
 			}
 			answered[i] = true
-			res.Partitions[i] = decode(b, i, p, room)
+			res.Partitions[i] = s.f.decode(b, i, p, room)
 		}
 	}
+	// A broker may leave partitions out of a response that reached its
+	// MaxBytes (kfake does; Kafka sends them empty): nothing arrived for
+	// them this time, which is not an error. They are fetched again at
+	// once, first in the next request (see the coordinator's planFetch).
 	for i, ok := range answered {
 		if !ok {
-			res.Partitions[i] = PartitionResult{Outcome: Retriable, Err: errors.New("partition missing from the fetch response"),
-				LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
+			res.Partitions[i] = PartitionResult{Outcome: OK, LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
 		}
 	}
 	return res
@@ -132,15 +203,15 @@ func (f *Fetcher) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 
 // request builds the wire request: a full fetch (no fetch session) of
 // every entry.
-func (f *Fetcher) request(b offsetstore.FetchBatch) *kfetch.Request {
-	req := &kfetch.Request{
-		ReplicaID:    -1,
-		MaxWaitTime:  int32(f.cfg.MaxWait / time.Millisecond),
-		MinBytes:     f.cfg.MinBytes,
-		MaxBytes:     b.MaxBytes(),
-		SessionID:    0,
-		SessionEpoch: -1, // no fetch session
-	}
+func (f *Fetcher) request(b offsetstore.FetchBatch) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = fetchVersion
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
+	req.MinBytes = f.cfg.MinBytes
+	req.MaxBytes = b.MaxBytes()
+	req.SessionID = 0
+	req.SessionEpoch = -1 // no fetch session
 	if f.cfg.ReadCommitted {
 		req.IsolationLevel = 1
 	}
@@ -148,16 +219,14 @@ func (f *Fetcher) request(b offsetstore.FetchBatch) *kfetch.Request {
 		e := b.At(i)
 		n := len(req.Topics)
 		if n == 0 || req.Topics[n-1].Topic != e.Partition.Topic {
-			req.Topics = append(req.Topics, kfetch.RequestTopic{Topic: e.Partition.Topic})
+			req.Topics = append(req.Topics, kmsg.FetchRequestTopic{Topic: e.Partition.Topic})
 			n++
 		}
-		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, kfetch.RequestPartition{
-			Partition:          e.Partition.Partition,
-			CurrentLeaderEpoch: -1,
-			FetchOffset:        e.Position.Offset(),
-			LogStartOffset:     -1,
-			PartitionMaxBytes:  f.cfg.PartitionMaxBytes,
-		})
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = e.Partition.Partition
+		p.FetchOffset = e.Position.Offset()
+		p.PartitionMaxBytes = f.cfg.PartitionMaxBytes
+		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, p)
 	}
 	return req
 }
@@ -179,20 +248,19 @@ func find(b offsetstore.FetchBatch, topic string, partition int32, guess int) in
 }
 
 // decode turns one partition of a response into a result, keeping at
-// most *room bytes of records (at least one record if nothing was kept
+// most room's bytes of records (at least one record if nothing was kept
 // yet, so a record larger than the room still gets through).
-func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition, room *room) PartitionResult {
+func (f *Fetcher) decode(b offsetstore.FetchBatch, i int, p *kmsg.FetchResponseTopicPartition, room *room) PartitionResult {
 	e := b.At(i)
 	at := e.Position.Offset()
 	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at}
 	if pr.Outcome != OK {
 		pr.Err = kafka.Error(p.ErrorCode)
-		closeRecords(p.RecordSet.Records)
 		return pr
 	}
-	recs, next, bytes, err := readRecords(e.Partition, p.RecordSet.Records, at, room, newAborts(p.AbortedTransactions))
+	recs, next, bytes, err := decodeRecords(e.Partition, p.RecordBatches, at, room, newAborts(p.AbortedTransactions), f.codecs)
 	if err != nil {
-		pr.Outcome, pr.Err = Retriable, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
+		pr.Outcome, pr.Err = Fatal, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
 		return pr
 	}
 	pr.Next = next
@@ -201,160 +269,6 @@ func decode(b offsetstore.FetchBatch, i int, p *kfetch.ResponsePartition, room *
 		pr.Bytes = bytes
 	}
 	return pr
-}
-
-func closeRecords(r protocol.RecordReader) {
-	if r == nil {
-		return
-	}
-	for {
-		rec, err := r.ReadRecord()
-		if err != nil {
-			return
-		}
-		closeBytes(rec.Key)
-		closeBytes(rec.Value)
-	}
-}
-
-func closeBytes(b protocol.Bytes) {
-	if b != nil {
-		b.Close()
-	}
-}
-
-// readRecords copies the records at or after `at` out of the response
-// (brokers return whole batches, which may start before the requested
-// offset) and returns them with the next offset to fetch and their payload
-// size. Control batches (transaction markers) are skipped but move next
-// past them. It stops once *room is used up (a record that does not fit
-// is kept only when nothing else was, so one huge record cannot stall
-// the partition); room is decreased by what was kept.
-//
-// With read_committed, aborts lists the aborted transactions of the
-// response: records of those transactions are skipped too (the broker
-// returns them; the client filters), and move next past them like
-// markers.
-func readRecords(tp offsetstore.TopicPartition, r protocol.RecordReader, at int64, room *room, aborts *aborts) (recs []stages.Record, next, bytes int64, err error) {
-	next = at
-	if r == nil {
-		return nil, next, 0, nil
-	}
-	var readers []protocol.RecordReader
-	if s, ok := r.(*protocol.RecordStream); ok {
-		readers = s.Records
-	} else {
-		readers = []protocol.RecordReader{r}
-	}
-	var arena []byte
-	take := func(src protocol.Bytes) ([]byte, error) {
-		if src == nil {
-			return nil, nil
-		}
-		n := src.Len()
-		if n > cap(arena)-len(arena) {
-			arena = make([]byte, 0, max(n, 64<<10))
-		}
-		dst := arena[len(arena) : len(arena)+n : len(arena)+n]
-		arena = arena[:len(arena)+n]
-		_, err := io.ReadFull(src, dst)
-		src.Close()
-		return dst, err
-	}
-	full := false
-	for _, rr := range readers {
-		if full {
-			closeRecords(rr)
-			continue
-		}
-		if cb, ok := rr.(*protocol.ControlBatch); ok {
-			aborts.reach(cb.BaseOffset)
-			for {
-				cr, err := cb.ReadControlRecord()
-				if err != nil {
-					break
-				}
-				if cr.Offset >= next {
-					next = cr.Offset + 1
-				}
-				if cr.Type == controlAbort {
-					aborts.end(cb.ProducerID)
-				}
-			}
-			continue
-		}
-		if rb, ok := rr.(*protocol.RecordBatch); ok && aborts.skip(rb) {
-			for {
-				rec, err := rb.ReadRecord()
-				if err != nil {
-					break
-				}
-				if rec.Offset >= next {
-					next = rec.Offset + 1
-				}
-				closeBytes(rec.Key)
-				closeBytes(rec.Value)
-			}
-			continue
-		}
-		for {
-			rec, rerr := rr.ReadRecord()
-			if rerr != nil {
-				if !errors.Is(rerr, io.EOF) {
-					return nil, at, 0, rerr
-				}
-				break
-			}
-			if rec.Offset < next {
-				closeBytes(rec.Key)
-				closeBytes(rec.Value)
-				continue
-			}
-			size := recordSize(rec)
-			if size > room.left && room.kept {
-				closeBytes(rec.Key)
-				closeBytes(rec.Value)
-				closeRecords(rr)
-				full = true
-				break
-			}
-			out := stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: rec.Offset, Timestamp: rec.Time}
-			if out.Key, err = take(rec.Key); err != nil {
-				return nil, at, 0, err
-			}
-			if out.Value, err = take(rec.Value); err != nil {
-				return nil, at, 0, err
-			}
-			if len(rec.Headers) > 0 {
-				out.Headers = make([]stages.Header, len(rec.Headers))
-				for h, hd := range rec.Headers {
-					out.Headers[h] = stages.Header{Key: hd.Key, Value: hd.Value}
-				}
-			}
-			bytes += size
-			room.left -= size
-			room.kept = true
-			recs = append(recs, out)
-			next = rec.Offset + 1
-		}
-	}
-	return recs, next, bytes, nil
-}
-
-// recordSize is the payload size of a wire record, as stages.Record.Size
-// counts it.
-func recordSize(r *protocol.Record) int64 {
-	var n int64
-	if r.Key != nil {
-		n += int64(r.Key.Len())
-	}
-	if r.Value != nil {
-		n += int64(r.Value.Len())
-	}
-	for _, h := range r.Headers {
-		n += int64(len(h.Key) + len(h.Value))
-	}
-	return n
 }
 
 // room is what is left of a response's record budget.
@@ -370,16 +284,16 @@ const controlAbort = 0
 // committed): a producer's transactional batches are skipped from its
 // transaction's first offset until its abort marker.
 type aborts struct {
-	list   []kfetch.ResponseTransaction // sorted by first offset
+	list   []kmsg.FetchResponseTopicPartitionAbortedTransaction // sorted by first offset
 	next   int
 	active map[int64]bool // producer ids inside an aborted transaction
 }
 
-func newAborts(list []kfetch.ResponseTransaction) *aborts {
+func newAborts(list []kmsg.FetchResponseTopicPartitionAbortedTransaction) *aborts {
 	if len(list) == 0 {
 		return nil
 	}
-	l := append([]kfetch.ResponseTransaction(nil), list...)
+	l := append([]kmsg.FetchResponseTopicPartitionAbortedTransaction(nil), list...)
 	sort.Slice(l, func(i, j int) bool { return l[i].FirstOffset < l[j].FirstOffset })
 	return &aborts{list: l, active: map[int64]bool{}}
 }
@@ -397,12 +311,12 @@ func (a *aborts) reach(offset int64) {
 }
 
 // skip reports whether a batch belongs to an aborted transaction.
-func (a *aborts) skip(b *protocol.RecordBatch) bool {
-	if a == nil || !b.Attributes.Transactional() {
+func (a *aborts) skip(h *batchHeader) bool {
+	if a == nil || h.attributes&attrTransactional == 0 {
 		return false
 	}
-	a.reach(b.BaseOffset)
-	return a.active[b.ProducerID]
+	a.reach(h.baseOffset)
+	return a.active[h.producerID]
 }
 
 // end closes a producer's aborted transaction at its abort marker.

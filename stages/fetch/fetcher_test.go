@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -45,12 +44,7 @@ func TestFetchDecoding(t *testing.T) {
 	}
 	// offsets 0..4 are records, 5 is the commit marker; high watermark 6
 	waitHW(t, c, "tx", 0, 6)
-	tr := &kafka.Transport{MetadataTTL: time.Second}
-	defer tr.CloseIdleConnections()
-	f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
 	tp := offsetstore.TopicPartition{Topic: "tx", Partition: 0}
 	missing := offsetstore.TopicPartition{Topic: "tx", Partition: 9}
 	at := func(offset int64) offsetstore.FetchEntry {
@@ -95,15 +89,46 @@ func TestFetchDecoding(t *testing.T) {
 			}
 		})
 	}
-	// A partition the transport has no metadata for fails the whole
-	// request before it is sent (kafka-go cannot route it): every entry
-	// gets NotLeader, which makes the coordinator refresh metadata.
+	// A partition the broker does not have gets NotLeader (the
+	// coordinator refreshes metadata); the others of the request are
+	// answered.
 	pos, _ := offsetstore.NewPosition(0, 1, 1)
 	b := offsetstore.NewFetchBatch(0, 0, 1, 1<<20, []offsetstore.FetchEntry{at(0), {Partition: missing, Position: pos}})
 	res := f.Fetch(ctx, b)
-	if res.Partitions[0].Outcome != fetch.NotLeader || res.Partitions[1].Outcome != fetch.NotLeader {
-		t.Fatalf("outcomes %v and %v, want not_leader for both", res.Partitions[0].Outcome, res.Partitions[1].Outcome)
+	if res.Partitions[0].Outcome != fetch.OK || res.Partitions[1].Outcome != fetch.NotLeader {
+		t.Fatalf("outcomes %v and %v, want ok and not_leader", res.Partitions[0].Outcome, res.Partitions[1].Outcome)
 	}
+	// A broker the metadata does not name: NotLeader for every entry,
+	// before anything is sent.
+	res = f.f.Stream(7).Fetch(ctx, offsetstore.NewFetchBatch(7, 0, 1, 1<<20, []offsetstore.FetchEntry{at(0)}))
+	if pr := res.Partitions[0]; pr.Outcome != fetch.NotLeader {
+		t.Fatalf("fetch from an unknown broker: %v %v, want not_leader", pr.Outcome, pr.Err)
+	}
+}
+
+// stream is a fetch stream to broker 0 of c, closed at the end of the
+// test; f is its fetcher.
+type stream struct {
+	*fetch.Stream
+	f *fetch.Fetcher
+}
+
+func newStream(t *testing.T, c *kafkatest.Cluster, cfg fetch.Config) stream {
+	t.Helper()
+	cfg.Dialer = &kafkawire.Dialer{ClientID: "test"}
+	cfg.Brokers = &fetch.Brokers{}
+	addrs := map[int32]string{}
+	for i, a := range c.Addrs {
+		addrs[int32(i)] = a
+	}
+	cfg.Brokers.Set(addrs)
+	f, err := fetch.NewFetcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Stream(0)
+	t.Cleanup(func() { s.Close(); f.Close() })
+	return stream{Stream: s, f: f}
 }
 
 // TestFetchPerPartitionErrors: in one response, each partition's error is
@@ -114,12 +139,7 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	c.Produce(t, "two", 0, 3, func(i int) []byte { return []byte{byte(i)} })
 	c.Produce(t, "two", 1, 3, func(i int) []byte { return []byte{byte(i)} })
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "two", Partitions: []int32{0}, Err: kerr.NotLeaderForPartition})
-	tr := &kafka.Transport{MetadataTTL: time.Second}
-	defer tr.CloseIdleConnections()
-	f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
 	var entries []offsetstore.FetchEntry
 	for p := int32(0); p < 2; p++ {
 		pos, _ := offsetstore.NewPosition(0, 1, 1)
@@ -132,6 +152,32 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	}
 	if p1.Outcome != fetch.OK || p1.Batch == nil || len(p1.Batch.Records()) != 3 || p1.Next != 3 {
 		t.Fatalf("partition 1: %v %v next %d, want its 3 records", p1.Outcome, p1.Err, p1.Next)
+	}
+}
+
+// TestFetchResponseLeavesPartitionsOut: a broker that fills a response
+// from the first partitions may leave the rest out (kfake does). They come
+// back OK with nothing, at their position: no error, so no backoff.
+func TestFetchResponseLeavesPartitionsOut(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "full", 2)
+	value := func(int) []byte { return make([]byte, 1000) }
+	c.Produce(t, "full", 0, 3, value)
+	c.Produce(t, "full", 1, 3, value)
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
+	var entries []offsetstore.FetchEntry
+	for p := int32(0); p < 2; p++ {
+		pos, _ := offsetstore.NewPosition(0, 1, 1)
+		entries = append(entries, offsetstore.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos})
+	}
+	// MaxBytes 1: the broker sends the first batch it finds and stops.
+	res := f.Fetch(context.Background(), offsetstore.NewFetchBatch(0, 0, 1, 1, entries))
+	p0, p1 := res.Partitions[0], res.Partitions[1]
+	if p0.Outcome != fetch.OK || p0.Batch == nil || p0.Next == 0 {
+		t.Fatalf("partition 0: %v %v next %d, want records", p0.Outcome, p0.Err, p0.Next)
+	}
+	if p1.Outcome != fetch.OK || p1.Err != nil || p1.Batch != nil || p1.Next != 0 {
+		t.Fatalf("partition 1 (left out): %v %v batch %v next %d, want ok with nothing at 0", p1.Outcome, p1.Err, p1.Batch != nil, p1.Next)
 	}
 }
 
@@ -178,13 +224,8 @@ func TestFetchReadCommitted(t *testing.T) {
 	txn("xyz", kgo.TryAbort) // offsets 3,4,5 + marker 6
 	txn("c", kgo.TryCommit)  // offset 7 + marker 8
 	waitHW(t, c, "rc", 0, 9)
-	tr := &kafka.Transport{MetadataTTL: time.Second}
-	defer tr.CloseIdleConnections()
 	for _, committed := range []bool{true, false} {
-		f, err := fetch.NewFetcher(fetch.Config{Client: kafkawire.New(tr, kafka.TCP(c.Addrs...)), MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
 		pos, _ := offsetstore.NewPosition(0, 1, 1)
 		pr := f.Fetch(ctx, offsetstore.NewFetchBatch(0, 0, 1, 1<<20,
 			[]offsetstore.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos}})).Partitions[0]

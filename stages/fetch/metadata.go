@@ -3,6 +3,8 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/createtopics"
@@ -16,13 +18,15 @@ import (
 // Transport's metadata cache, the same cache that routes fetches, so the
 // coordinator groups partitions the way the transport will send them.
 type Metadata struct {
-	client *kafkawire.Client
-	topics []string
+	client  *kafkawire.Client
+	topics  []string
+	brokers *Brokers
 }
 
-// NewMetadata returns a Metadata for topics.
-func NewMetadata(client *kafkawire.Client, topics []string) *Metadata {
-	return &Metadata{client: client, topics: append([]string(nil), topics...)}
+// NewMetadata returns a Metadata for topics that keeps brokers (the
+// fetchers' address book) current.
+func NewMetadata(client *kafkawire.Client, topics []string, brokers *Brokers) *Metadata {
+	return &Metadata{client: client, topics: append([]string(nil), topics...), brokers: brokers}
 }
 
 // Leaders returns the current leaders. With refresh it first makes the
@@ -39,6 +43,13 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 	resp, ok := r.(*meta.Response)
 	if !ok {
 		return &Leaders{Err: fmt.Errorf("metadata: unexpected response %T", r)}
+	}
+	if len(resp.Brokers) > 0 {
+		addrs := make(map[int32]string, len(resp.Brokers))
+		for _, b := range resp.Brokers {
+			addrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		}
+		m.brokers.Set(addrs)
 	}
 	leaders := make(map[offsetstore.TopicPartition]int32)
 	var missing []string

@@ -1,0 +1,309 @@
+package fetch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"time"
+	"unsafe"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Record batches, Kafka's v2 format (magic 2): a 61-byte header, then the
+// records, compressed as a whole when the attributes say so.
+const (
+	batchHeaderSize = 61
+	batchLengthEnd  = 12 // baseOffset (8) and batchLength (4) precede the length's bytes
+	crcStart        = 21 // the CRC covers attributes to the end
+
+	attrCompression   = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ErrCorrupt is the error of record bytes that are not what Kafka's
+// record format says (a bad length, CRC, varint or compressed payload).
+var ErrCorrupt = errors.New("corrupt record batch")
+
+// batchHeader is the part of a record batch's header the decoder uses.
+type batchHeader struct {
+	baseOffset      int64
+	length          int // of the whole batch, header included
+	magic           int8
+	crc             uint32
+	attributes      int16
+	lastOffsetDelta int32
+	firstTimestamp  int64
+	maxTimestamp    int64
+	producerID      int64
+	numRecords      int32
+}
+
+// readHeader reads the header of the batch at the start of b. ok is
+// false when b does not hold a whole batch (a response may end with a
+// batch cut short: it is fetched again from its start next time).
+func readHeader(b []byte) (h batchHeader, ok bool, err error) {
+	if len(b) < batchLengthEnd+5 {
+		return h, false, nil
+	}
+	h.baseOffset = int64(binary.BigEndian.Uint64(b))
+	length := int32(binary.BigEndian.Uint32(b[8:]))
+	h.magic = int8(b[16])
+	if h.magic != 2 {
+		return h, false, fmt.Errorf("%w: message format v%d (written by Kafka before 0.11, which Kafka 4 no longer serves): only v2 record batches are supported", ErrCorrupt, h.magic)
+	}
+	if length < batchHeaderSize-batchLengthEnd {
+		return h, false, fmt.Errorf("%w: batch length %d at offset %d", ErrCorrupt, length, h.baseOffset)
+	}
+	h.length = batchLengthEnd + int(length)
+	if len(b) < h.length {
+		return h, false, nil
+	}
+	h.crc = binary.BigEndian.Uint32(b[17:])
+	h.attributes = int16(binary.BigEndian.Uint16(b[21:]))
+	h.lastOffsetDelta = int32(binary.BigEndian.Uint32(b[23:]))
+	h.firstTimestamp = int64(binary.BigEndian.Uint64(b[27:]))
+	h.maxTimestamp = int64(binary.BigEndian.Uint64(b[35:]))
+	h.producerID = int64(binary.BigEndian.Uint64(b[43:]))
+	h.numRecords = int32(binary.BigEndian.Uint32(b[57:]))
+	if h.numRecords < 0 || h.lastOffsetDelta < 0 {
+		return h, false, fmt.Errorf("%w: %d records, last offset delta %d at offset %d", ErrCorrupt, h.numRecords, h.lastOffsetDelta, h.baseOffset)
+	}
+	return h, true, nil
+}
+
+// nextOffset is the offset after the batch (compaction may have removed
+// records from its end, not from its offset range).
+func (h *batchHeader) nextOffset() int64 { return h.baseOffset + int64(h.lastOffsetDelta) + 1 }
+
+// partitionDecoder decodes one partition's record batches of one fetch
+// response into stages.Records that share the response's memory: keys,
+// values, header keys and values point into the response buffer (or the
+// buffer a compressed batch was decompressed into). Those buffers are
+// never reused or written to, so the records stay valid for as long as
+// anyone holds them (see stages.Record).
+type partitionDecoder struct {
+	tp     offsetstore.TopicPartition
+	room   *room
+	aborts *aborts
+	codecs *codecs
+
+	recs    []stages.Record
+	headers []stages.Header // slab the records' headers are cut from
+	next    int64
+	bytes   int64
+	full    bool // the room is used up
+}
+
+// decodeRecords returns the records at or after at in raw (zero or more
+// record batches, the last possibly cut short), the next offset to fetch
+// and the records' payload size. Control batches (transaction markers),
+// and with read_committed the batches of aborted transactions, are
+// skipped but move next past them. It stops once room is used up: a
+// record that does not fit is kept only when nothing else of the
+// response was, so one huge record cannot stall the partition.
+func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *room, ab *aborts, cs *codecs) (recs []stages.Record, next, bytes int64, err error) {
+	d := partitionDecoder{tp: tp, room: room, aborts: ab, codecs: cs, next: at}
+	if n := countRecords(raw); n > 0 {
+		d.recs = make([]stages.Record, 0, n)
+	}
+	for b := raw; len(b) > 0 && !d.full; {
+		h, ok, err := readHeader(b)
+		if err != nil {
+			return nil, at, 0, err
+		}
+		if !ok {
+			break
+		}
+		if err := d.batch(&h, b[:h.length]); err != nil {
+			return nil, at, 0, err
+		}
+		b = b[h.length:]
+	}
+	return d.recs, d.next, d.bytes, nil
+}
+
+// minRecordSize is the fewest bytes a record takes: seven one-byte
+// fields (length, attributes, the two deltas, key and value lengths, the
+// header count).
+const minRecordSize = 7
+
+// countRecords is about how many records the whole batches in raw hold,
+// to size decodeRecords' result once. A batch's claimed count is not
+// trusted beyond what its bytes can hold (a corrupt count must not make
+// the decoder allocate it); compressed payloads are counted up to 64Ki
+// records a batch, and the result grows past that if it must.
+func countRecords(raw []byte) int {
+	n := 0
+	for b := raw; ; {
+		h, ok, err := readHeader(b)
+		if err != nil || !ok {
+			return n
+		}
+		limit := (h.length - batchHeaderSize) / minRecordSize
+		if h.attributes&attrCompression != 0 {
+			limit = 1 << 16
+		}
+		n += min(int(h.numRecords), limit)
+		b = b[h.length:]
+	}
+}
+
+// batch decodes one whole batch.
+func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
+	if crc32.Checksum(b[crcStart:], castagnoli) != h.crc {
+		return fmt.Errorf("%w: CRC mismatch in the batch at offset %d", ErrCorrupt, h.baseOffset)
+	}
+	if h.nextOffset() <= d.next {
+		return nil // wholly before the position fetched
+	}
+	payload, err := d.codecs.decompress(h.attributes&attrCompression, b[batchHeaderSize:])
+	if err != nil {
+		return fmt.Errorf("%w: batch at offset %d: %w", ErrCorrupt, h.baseOffset, err)
+	}
+	switch {
+	case h.attributes&attrControl != 0:
+		d.aborts.reach(h.baseOffset)
+		if controlType(payload) == controlAbort {
+			d.aborts.end(h.producerID)
+		}
+		d.next = h.nextOffset()
+		return nil
+	case d.aborts.skip(h):
+		d.next = h.nextOffset()
+		return nil
+	}
+	r := recordReader{b: payload}
+	for i := int32(0); i < h.numRecords; i++ {
+		rec, size, err := r.record(h, d.tp, &d.headers)
+		if err != nil {
+			return fmt.Errorf("%w: record %d of the batch at offset %d: %w", ErrCorrupt, i, h.baseOffset, err)
+		}
+		if rec.Offset < d.next {
+			continue
+		}
+		if size > d.room.left && d.room.kept {
+			d.full = true
+			return nil
+		}
+		d.room.left -= size
+		d.room.kept = true
+		d.bytes += size
+		d.recs = append(d.recs, rec)
+		d.next = rec.Offset + 1
+	}
+	d.next = max(d.next, h.nextOffset())
+	return nil
+}
+
+// controlType is the type of the control record of a control batch's
+// payload (its key: version int16, type int16); -1 if unreadable.
+func controlType(payload []byte) int16 {
+	r := recordReader{b: payload}
+	if _, ok := r.varint(); !ok { // length
+		return -1
+	}
+	r.b = r.b[min(1, len(r.b)):] // attributes
+	for range 2 {                // timestamp and offset deltas
+		if _, ok := r.varint(); !ok {
+			return -1
+		}
+	}
+	key, ok := r.bytes()
+	if !ok || len(key) < 4 {
+		return -1
+	}
+	return int16(binary.BigEndian.Uint16(key[2:]))
+}
+
+// recordReader reads the records of a batch's (decompressed) payload.
+type recordReader struct {
+	b []byte
+}
+
+var errShort = errors.New("record runs past the end of its batch")
+
+func (r *recordReader) varint() (int64, bool) {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		return 0, false
+	}
+	r.b = r.b[n:]
+	return v, true
+}
+
+// bytes reads a length-prefixed field: nil for length -1.
+func (r *recordReader) bytes() ([]byte, bool) {
+	n, ok := r.varint()
+	if !ok || n < -1 || n > int64(len(r.b)) {
+		return nil, false
+	}
+	if n == -1 {
+		return nil, true
+	}
+	v := r.b[:n:n] // capped: an append never writes into the next field
+	r.b = r.b[n:]
+	return v, true
+}
+
+// record reads one record; size is its payload (key, value, headers) as
+// stages.Record.Size counts it.
+func (r *recordReader) record(h *batchHeader, tp offsetstore.TopicPartition, slab *[]stages.Header) (rec stages.Record, size int64, err error) {
+	length, ok := r.varint()
+	if !ok || length < 0 || length > int64(len(r.b)) {
+		return rec, 0, errShort
+	}
+	body := recordReader{b: r.b[:length]}
+	r.b = r.b[length:]
+	if len(body.b) < 1 {
+		return rec, 0, errShort
+	}
+	body.b = body.b[1:] // attributes: unused
+	tsDelta, ok1 := body.varint()
+	offDelta, ok2 := body.varint()
+	key, ok3 := body.bytes()
+	value, ok4 := body.bytes()
+	nh, ok5 := body.varint()
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) || nh < 0 || nh > int64(len(body.b)) {
+		return rec, 0, errShort
+	}
+	ts := h.firstTimestamp + tsDelta
+	if h.attributes&attrLogAppendTime != 0 {
+		ts = h.maxTimestamp
+	}
+	rec = stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: h.baseOffset + offDelta,
+		Key: key, Value: value, Timestamp: time.UnixMilli(ts)}
+	size = int64(len(key) + len(value))
+	if nh > 0 {
+		if cap(*slab)-len(*slab) < int(nh) {
+			*slab = make([]stages.Header, 0, max(int(nh), 256))
+		}
+		start := len(*slab)
+		for range nh {
+			hk, okk := body.bytes()
+			hv, okv := body.bytes()
+			if !okk || !okv {
+				return rec, 0, errShort
+			}
+			*slab = append(*slab, stages.Header{Key: bytesString(hk), Value: hv})
+			size += int64(len(hk) + len(hv))
+		}
+		rec.Headers = (*slab)[start:len(*slab):len(*slab)]
+	}
+	return rec, size, nil
+}
+
+// bytesString is b as a string without a copy: b is never written to
+// (it is part of a response buffer, see partitionDecoder).
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
