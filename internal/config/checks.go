@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 
+	"github.com/fencepost-dev/fencepost/internal/limits"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
@@ -51,6 +53,19 @@ func (d *decoder) zeros(path string, v, def reflect.Value) {
 func (d *decoder) checkTLS(t *pipeline.TLS) {
 	if t == nil || (t.CertFile == "") != (t.KeyFile == "") {
 		return // nothing to read, or Validate reports the pair
+	}
+	ok := true
+	for _, f := range []struct{ key, path string }{
+		{"kafka.tls.ca_file", t.CAFile}, {"kafka.tls.cert_file", t.CertFile}, {"kafka.tls.key_file", t.KeyFile},
+	} {
+		if fi, err := os.Stat(f.path); f.path != "" && err == nil && (!fi.Mode().IsRegular() || fi.Size() > limits.MaxFileBytes) {
+			d.probs.add(d.keyPos(f.key), f.key, fmt.Sprintf("%s is not a regular file of at most %v", f.path, pipeline.ByteSize(limits.MaxFileBytes)),
+				"name a PEM file")
+			ok = false
+		}
+	}
+	if !ok {
+		return // not read: a device could be endless
 	}
 	_, err := t.Config()
 	if err == nil {

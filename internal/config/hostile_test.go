@@ -95,6 +95,8 @@ shutdown_timeout: 0s
 			[]want{{"2:23", "kafka.embedded.topics[0]", `"a/b" is not a valid topic name`}, {"2:45", "kafka.embedded.demo_producer.topic", `"x y" is not a valid topic name`}}, ""},
 		{"TLS file that cannot be read", strings.Replace(base, "  brokers: [localhost:9092]", "  brokers: [localhost:9092]\n  tls: {ca_file: /nonexistent/ca.pem}", 1),
 			[]want{{"3:9", "kafka.tls.ca_file", "no such file"}}, ""},
+		{"TLS file that is a device", strings.Replace(base, "  brokers: [localhost:9092]", "  brokers: [localhost:9092]\n  tls: {cert_file: /dev/zero, key_file: /dev/zero}", 1),
+			[]want{{"3:9", "kafka.tls.cert_file", "/dev/zero is not a regular file"}, {"3:31", "kafka.tls.key_file", "/dev/zero is not a regular file"}}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
