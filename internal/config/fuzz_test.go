@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/pipeline"
 	_ "github.com/fencepost-dev/fencepost/stages/builtin" // the real stages, expressions compiled
 )
 
@@ -104,6 +105,36 @@ func FuzzDuration(f *testing.F) {
 			if back, err := time.ParseDuration(d.String()); d != 0 && (err != nil || back != d) {
 				t.Fatalf("%q: %v reads back as %v, %v", text, d, back, err)
 			}
+		}
+	})
+}
+
+// FuzzByteSize parses arbitrary text as a size, alone and as the file's
+// buffer_bytes: no panic; an accepted size is not negative and its String
+// reads back as itself; a refused one leaves the value as it was.
+func FuzzByteSize(f *testing.F) {
+	for _, s := range []string{"512", "64KiB", "1MiB", "2 GiB", "0", "17179869184GiB", "8589934591GiB", "64MB", "1mib",
+		"-1", "+5KiB", "1.5MiB", " 7 B ", "9223372036854775807", "9223372036854775808", "KiB", ""} {
+		f.Add(s)
+	}
+	const base = "kafka:\n  brokers: [localhost:9092]\nconsumer:\n  group: g\n  topics: [t]\n  buffer_bytes: "
+	f.Fuzz(func(t *testing.T, text string) {
+		b := pipeline.ByteSize(-7)
+		if err := b.UnmarshalText([]byte(text)); err != nil {
+			if b != -7 || err.Error() == "" {
+				t.Fatalf("%q: refused (%v) but changed the value to %v", text, err, b)
+			}
+		} else {
+			if b < 0 {
+				t.Fatalf("%q: accepted as %d", text, b)
+			}
+			var back pipeline.ByteSize
+			if err := back.UnmarshalText([]byte(b.String())); err != nil || back != b {
+				t.Fatalf("%q = %d formats as %q, which reads back as %d (%v)", text, b, b.String(), back, err)
+			}
+		}
+		if cfg, _ := load(t, []byte(base+text+"\npipeline: []\n"), ""); cfg != nil && cfg.Pipeline.Consumer.BufferBytes < 0 {
+			t.Fatalf("%q: buffer_bytes %v", text, cfg.Pipeline.Consumer.BufferBytes)
 		}
 	})
 }
