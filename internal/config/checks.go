@@ -37,7 +37,7 @@ func (d *decoder) zeros(path string, v, def reflect.Value) {
 		}
 	case reflect.Int, reflect.Int64:
 		pos, written := d.keys[path]
-		if !written || v.Int() != 0 || def.Int() == 0 || zeroMeansSomething[path] || d.reported(path) {
+		if !written || d.empty[path] || v.Int() != 0 || def.Int() == 0 || zeroMeansSomething[path] || d.reported(path) {
 			return
 		}
 		hint := "leave the key out for the default, or write the value you mean"

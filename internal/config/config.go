@@ -135,7 +135,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	if !ok {
 		return nil, probs.result()
 	}
-	d := &decoder{probs: probs, keys: map[string]Position{}, anchors: map[string]ast.Node{}}
+	d := &decoder{probs: probs, keys: map[string]Position{}, anchors: map[string]ast.Node{}, empty: map[string]bool{}}
 	body := d.parse(text, refs, lookup)
 	if body == nil || len(probs.errs) > 0 {
 		return nil, probs.result()

@@ -27,6 +27,9 @@ type decoder struct {
 	// aliased counts the values aliases expanded to, up to
 	// limits.MaxAliasValues.
 	aliased int
+	// empty holds the keys written without a value ("key:", or an empty
+	// ${VAR}): they mean the default, unlike a written 0.
+	empty map[string]bool
 }
 
 // nodeDecoder is implemented by types that decode their node themselves.
@@ -194,6 +197,7 @@ func (d *decoder) wrongType(n ast.Node, path string, t reflect.Type) {
 func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 	n = d.resolve(path, n)
 	if isNull(n) {
+		d.empty[path] = true
 		// A section written with no value ("tls:") is there, with its
 		// defaults; any other empty value is left as it was.
 		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && v.IsNil() {

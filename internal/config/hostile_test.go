@@ -110,9 +110,12 @@ shutdown_timeout: 0s
 }
 
 // TestZeroThatMeansSomething: the keys where 0 is documented (concurrency:
-// one per CPU; malformed_every: never) accept it.
+// one per CPU; malformed_every: never) accept it, and a key without a
+// value (written so, or from an empty variable) is the default.
 func TestZeroThatMeansSomething(t *testing.T) {
-	src := "kafka:\n  embedded: {demo_producer: {topic: t, malformed_every: 0}}\nconsumer: {group: g, topics: [t], concurrency: 0}\npipeline: []\n"
+	src := "kafka:\n  embedded: {brokers: , demo_producer: {topic: t, malformed_every: 0, rate: ${NOPE:-}}}\n" +
+		"consumer: {group: g, topics: [t], concurrency: 0, commit_interval: ${NOPE:-}, buffer_bytes: }\n" +
+		"dead_letter:\n  retries:\npipeline: []\n"
 	cfg, errs := parse(t, src, nil)
 	if errs != nil {
 		t.Fatal(errs)
