@@ -128,4 +128,3 @@ func syntaxMessage(msg string) (string, string) {
 	}
 	return "YAML syntax: " + msg, "check the indentation and quoting around here"
 }
-
