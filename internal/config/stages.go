@@ -154,6 +154,9 @@ func (d *decoder) entry(path string, item ast.Node) *entry {
 		d.add(item, path, fmt.Sprintf("want a stage entry (a mapping), found %s", kindOf(item)), "write \"- stage: <name>\" followed by the stage's options")
 		return nil
 	}
+	if e.failed["stage"] {
+		return nil // its alias was reported
+	}
 	if e.stageNode == nil || isNull(e.stageNode) {
 		d.add(item, path+".stage", "the entry has no stage key", "add stage: <name> (the stages command lists them)")
 		return nil

@@ -82,7 +82,7 @@ var validateHints = map[string]string{
 	"kafka.tls":                   "set both cert_file and key_file for mutual TLS, or neither",
 	"consumer.group":              "name the consumer group, such as group: order-enricher",
 	"consumer.topics":             "list the topics to consume, such as topics: [orders]",
-	"consumer.topics[]":           "write the topic's name as Kafka has it (a ${VAR} is one entry, not a list)",
+	"consumer.topics[]":           "remove an empty entry; a topic name is letters, digits, '.', '_' and '-' (and a ${VAR} is one entry, not a list)",
 	"consumer.auto_offset_reset":  "use earliest, latest or none",
 	"consumer.ordering":           "use partition (the default) or key",
 	"consumer.concurrency":        "use a positive number, or leave it out for one per CPU",
