@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fencepost-dev/fencepost/internal/config"
 )
 
@@ -155,16 +157,12 @@ func probeTLS(ctx context.Context, addr string) (listener, bool) {
 
 const probeCorrelationID = 0x66706f73
 
-// apiVersionsRequest is a Kafka ApiVersions v0 request: size, api key 18,
-// version 0, correlation id, client id.
+// apiVersionsRequest is a Kafka ApiVersions v0 request, which any Kafka
+// broker answers before authentication.
 func apiVersionsRequest() []byte {
-	const clientID = "fencepost-probe"
-	b := binary.BigEndian.AppendUint32(nil, uint32(2+2+4+2+len(clientID)))
-	b = binary.BigEndian.AppendUint16(b, 18)
-	b = binary.BigEndian.AppendUint16(b, 0)
-	b = binary.BigEndian.AppendUint32(b, probeCorrelationID)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(clientID)))
-	return append(b, clientID...)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 0
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("fencepost-probe")).AppendRequest(nil, req, probeCorrelationID)
 }
 
 // isKafkaAnswer says whether b starts a response to apiVersionsRequest.
