@@ -70,12 +70,7 @@ func checkErrors(t *testing.T, got Errors, wants []want) {
 // TestErrorClasses: each class of mistake is reported at its position
 // with its message (and a hint where one helps).
 func TestErrorClasses(t *testing.T) {
-	cases := []struct {
-		name string
-		src  string
-		want []want
-		hint string // text the first error's hint holds
-	}{
+	checkCases(t, []errorCase{
 		{"unknown top-level key", base + "consumr: {}\n",
 			[]want{{"8:1", "consumr", "unknown key"}}, `did you mean "consumer"?`},
 		{"unknown nested key", strings.Replace(base, "  group: g", "  group: g\n  gruop: h", 1),
@@ -157,7 +152,20 @@ func TestErrorClasses(t *testing.T) {
 		{"empty file", "# nothing\n", []want{{"1:1", "", "empty"}}, ""},
 		{"not a mapping", "- a\n- b\n", []want{{"1:1", "", "must be a mapping"}}, ""},
 		{"alias to no anchor", base + "shutdown_timeout: *t\n", []want{{"8:19", "shutdown_timeout", "names no anchor"}}, ""},
-	}
+	})
+}
+
+// errorCase is a file and the errors it gives.
+type errorCase struct {
+	name string
+	src  string
+	want []want
+	hint string // text the first error's hint holds
+}
+
+// checkCases parses each case's file and checks its errors.
+func checkCases(t *testing.T, cases []errorCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, errs := parse(t, c.src, nil)
