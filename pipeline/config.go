@@ -3,11 +3,15 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
+	"github.com/fencepost-dev/fencepost/internal/limits"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -32,7 +36,10 @@ type KafkaConfig struct {
 	TLS      *TLS     `yaml:"tls"`
 	SASL     *SASL    `yaml:"sasl"`
 	// DialTimeout bounds connecting to a broker, TLS and SASL included.
-	// Default 10s.
+	// Default 10s. This and every duration Kafka carries in milliseconds
+	// (MetadataMaxAge, FetchMaxWait, SessionTimeout, HeartbeatInterval,
+	// RebalanceTimeout) must be whole milliseconds, at most
+	// 596h31m23.647s (int32 milliseconds).
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// MetadataMaxAge is how old the cached partition leaders may get.
 	// A NotLeader answer refreshes them at once. Default 5s.
@@ -107,7 +114,7 @@ const (
 type ConsumerConfig struct {
 	// Group is the consumer group id. Required.
 	Group string `yaml:"group"`
-	// Topics to consume. Required.
+	// Topics to consume. Required; each a valid Kafka topic name.
 	Topics []string `yaml:"topics"`
 	// AutoOffsetReset applies when a partition has no valid committed
 	// offset: earliest (default), latest, or none (stop that partition
@@ -133,8 +140,8 @@ type ConsumerConfig struct {
 	// FetchMaxBytes caps one fetch response. Default 50MiB.
 	FetchMaxBytes ByteSize `yaml:"fetch_max_bytes"`
 	// FetchConcurrency is how many fetch requests may be in flight to
-	// one broker at once, each for a different share of its partitions;
-	// responses are decoded in parallel. Default 2.
+	// one broker at once (1 to 16), each for a different share of its
+	// partitions; responses are decoded in parallel. Default 2.
 	FetchConcurrency int `yaml:"fetch_concurrency"`
 	// MaxPartitionFetchBytes caps one partition's share of a fetch
 	// response. Default 1MiB.
@@ -144,8 +151,8 @@ type ConsumerConfig struct {
 	BufferBytes ByteSize `yaml:"buffer_bytes"`
 	// Ordering is partition (default) or key.
 	Ordering Ordering `yaml:"ordering"`
-	// Concurrency is the most batches processed at once. Default
-	// GOMAXPROCS.
+	// Concurrency is the most batches processed at once, up to 10000.
+	// Default GOMAXPROCS.
 	Concurrency int `yaml:"concurrency"`
 	// ProcessingTimeout bounds one stage call on a batch (or, once
 	// failures are isolated, on one record). A call still running then
@@ -189,14 +196,18 @@ type DeadLetterConfig struct {
 	// stop (a failed record is never dropped silently).
 	Policy DeadLetterPolicy `yaml:"policy"`
 	// Retries is how often a failing record is retried alone before the
-	// policy applies. Default 3; set -1 for none.
+	// policy applies. Default 3; set -1 for none (less is an error).
 	Retries int `yaml:"retries"`
-	// Backoff before the first retry; it doubles each time. Default
-	// 100ms.
+	// Backoff before the first retry; it doubles each time, up to 10s
+	// (a longer Backoff is an error). Default 100ms.
 	Backoff time.Duration `yaml:"backoff"`
 }
 
-// withDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default: the
+// configuration New runs with. It is idempotent; Validate checks its
+// result.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -241,9 +252,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if d.Retries == 0 {
-		d.Retries = 3
-	} else if d.Retries < 0 {
-		d.Retries = 0
+		d.Retries = 3 // -1 stays: no retries
 	}
 	def(&d.Backoff, 100*time.Millisecond)
 	def(&c.ShutdownTimeout, 30*time.Second)
@@ -251,7 +260,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate checks the configuration and returns every problem at once,
-// each naming its key.
+// each naming its key. The bounds are Kafka's where Kafka sets them (see
+// each field).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
@@ -262,8 +272,8 @@ func (c Config) Validate() error {
 		bad("kafka.brokers", "at least one broker address (host:port) is required")
 	}
 	for i, b := range c.Kafka.Brokers {
-		if host, port, ok := strings.Cut(b, ":"); !ok || host == "" || port == "" {
-			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
+		if msg := checkHostPort(b); msg != "" {
+			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q%s", b, msg)
 		}
 	}
 	if s := c.Kafka.SASL; s != nil {
@@ -285,8 +295,8 @@ func (c Config) Validate() error {
 		bad("consumer.topics", "at least one topic is required")
 	}
 	for i, t := range k.Topics {
-		if t == "" {
-			bad(fmt.Sprintf("consumer.topics[%d]", i), "empty topic name")
+		if err := limits.TopicName(t); err != nil {
+			bad(fmt.Sprintf("consumer.topics[%d]", i), "%v", err)
 		}
 	}
 	if k.AutoOffsetReset > offsetstore.ResetNone {
@@ -297,49 +307,100 @@ func (c Config) Validate() error {
 	}
 	if k.Concurrency < 0 {
 		bad("consumer.concurrency", "must be positive")
+	} else if k.Concurrency > limits.MaxConcurrency {
+		bad("consumer.concurrency", "%d is more than %d", k.Concurrency, limits.MaxConcurrency)
 	}
-	if k.FetchConcurrency < 0 || k.FetchConcurrency > 16 {
-		bad("consumer.fetch_concurrency", "must be between 1 and 16")
+	if k.FetchConcurrency < 1 || k.FetchConcurrency > limits.MaxFetchConcurrency {
+		bad("consumer.fetch_concurrency", "must be between 1 and %d", limits.MaxFetchConcurrency)
 	}
-	if k.BufferBytes < k.MaxPartitionFetchBytes {
-		bad("consumer.buffer_bytes", "%v is smaller than max_partition_fetch_bytes (%v): fetching could never start", k.BufferBytes, k.MaxPartitionFetchBytes)
+	c.validateSizes(bad)
+	c.validateDurations(bad)
+	d := c.DeadLetter
+	if d.Retries < -1 {
+		bad("dead_letter.retries", "%d is not a number of retries (-1: none)", d.Retries)
 	}
-	for key, b := range map[string]ByteSize{"consumer.fetch_max_bytes": k.FetchMaxBytes,
-		"consumer.max_partition_fetch_bytes": k.MaxPartitionFetchBytes, "consumer.fetch_min_bytes": k.FetchMinBytes} {
-		if b < 0 || b > GiB {
-			bad(key, "%v is outside 1B..1GiB (a Kafka request size is a 32-bit number)", b)
-		}
-	}
-	if k.FetchMaxBytes < k.MaxPartitionFetchBytes {
-		bad("consumer.fetch_max_bytes", "%v is smaller than max_partition_fetch_bytes (%v)", k.FetchMaxBytes, k.MaxPartitionFetchBytes)
-	}
-	if k.HeartbeatInterval >= k.SessionTimeout {
-		bad("consumer.heartbeat_interval", "%v must be well below session_timeout (%v)", k.HeartbeatInterval, k.SessionTimeout)
-	}
-	for key, d := range map[string]time.Duration{
-		"consumer.commit_interval": k.CommitInterval, "consumer.fetch_max_wait": k.FetchMaxWait,
-		"consumer.processing_timeout": k.ProcessingTimeout,
-		"consumer.session_timeout":    k.SessionTimeout, "consumer.rebalance_timeout": k.RebalanceTimeout,
-		"shutdown_timeout": c.ShutdownTimeout, "kafka.dial_timeout": c.Kafka.DialTimeout,
-		"kafka.metadata_max_age": c.Kafka.MetadataMaxAge, "dead_letter.backoff": c.DeadLetter.Backoff,
-	} {
-		if d < 0 {
-			bad(key, "must not be negative")
-		}
-	}
-	switch c.DeadLetter.Policy {
+	switch d.Policy {
 	case DeadLetterTopic:
-		if c.DeadLetter.Topic == "" {
+		if d.Topic == "" {
 			bad("dead_letter.topic", "policy topic needs a topic name")
-		}
-		for _, t := range k.Topics {
-			if t == c.DeadLetter.Topic {
-				bad("dead_letter.topic", "%q is also consumed: failed records would loop", t)
-			}
 		}
 	case DeadLetterStop:
 	default:
-		bad("dead_letter.policy", "%q is not topic or stop", c.DeadLetter.Policy)
+		bad("dead_letter.policy", "%q is not topic or stop", d.Policy)
+	}
+	if d.Topic != "" {
+		if err := limits.TopicName(d.Topic); err != nil {
+			bad("dead_letter.topic", "%v", err)
+		} else if slices.Contains(k.Topics, d.Topic) {
+			bad("dead_letter.topic", "%q is also consumed: failed records would loop", d.Topic)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkHostPort says what is wrong with a host:port address, or "".
+func checkHostPort(a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return " is not host:port"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return ": the port must be a number from 1 to 65535"
+	}
+	return ""
+}
+
+func (c Config) validateSizes(bad func(key, format string, args ...any)) {
+	k := c.Consumer
+	for _, s := range []struct {
+		key string
+		b   ByteSize
+	}{
+		{"consumer.fetch_min_bytes", k.FetchMinBytes}, {"consumer.fetch_max_bytes", k.FetchMaxBytes},
+		{"consumer.max_partition_fetch_bytes", k.MaxPartitionFetchBytes}, {"consumer.buffer_bytes", k.BufferBytes},
+	} {
+		switch {
+		case s.b < 0:
+			bad(s.key, "%v is negative", s.b)
+		case s.key != "consumer.buffer_bytes" && s.b > limits.MaxFetchBytes:
+			bad(s.key, "%v is outside 1B..%v (a Kafka request size is a 32-bit number)", s.b, ByteSize(limits.MaxFetchBytes))
+		}
+	}
+	if k.BufferBytes >= 0 && k.BufferBytes < k.MaxPartitionFetchBytes {
+		bad("consumer.buffer_bytes", "%v is smaller than max_partition_fetch_bytes (%v): fetching could never start", k.BufferBytes, k.MaxPartitionFetchBytes)
+	}
+	if k.FetchMaxBytes >= 0 && k.FetchMaxBytes < k.MaxPartitionFetchBytes {
+		bad("consumer.fetch_max_bytes", "%v is smaller than max_partition_fetch_bytes (%v)", k.FetchMaxBytes, k.MaxPartitionFetchBytes)
+	}
+}
+
+func (c Config) validateDurations(bad func(key, format string, args ...any)) {
+	k := c.Consumer
+	// millis: Kafka carries the value as int32 milliseconds.
+	for _, d := range []struct {
+		key    string
+		d      time.Duration
+		millis bool
+	}{
+		{"kafka.dial_timeout", c.Kafka.DialTimeout, true}, {"kafka.metadata_max_age", c.Kafka.MetadataMaxAge, true},
+		{"consumer.commit_interval", k.CommitInterval, false}, {"consumer.fetch_max_wait", k.FetchMaxWait, true},
+		{"consumer.processing_timeout", k.ProcessingTimeout, false}, {"consumer.session_timeout", k.SessionTimeout, true},
+		{"consumer.heartbeat_interval", k.HeartbeatInterval, true}, {"consumer.rebalance_timeout", k.RebalanceTimeout, true},
+		{"dead_letter.backoff", c.DeadLetter.Backoff, false}, {"shutdown_timeout", c.ShutdownTimeout, false},
+	} {
+		switch {
+		case d.d < 0:
+			bad(d.key, "must not be negative")
+		case d.millis && d.d > limits.MaxMillis:
+			bad(d.key, "%v is longer than Kafka's limit for it (%v: int32 milliseconds)", d.d, limits.MaxMillis)
+		case d.millis && d.d%time.Millisecond != 0:
+			bad(d.key, "%v is not a whole number of milliseconds (Kafka carries it in milliseconds)", d.d)
+		}
+	}
+	if c.DeadLetter.Backoff > limits.MaxBackoff {
+		bad("dead_letter.backoff", "%v is longer than the longest wait between retries (%v)", c.DeadLetter.Backoff, limits.MaxBackoff)
+	}
+	if k.HeartbeatInterval >= 0 && k.HeartbeatInterval >= k.SessionTimeout && k.SessionTimeout <= limits.MaxMillis {
+		bad("consumer.heartbeat_interval", "%v must be well below session_timeout (%v)", k.HeartbeatInterval, k.SessionTimeout)
+	}
 }

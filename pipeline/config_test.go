@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,36 @@ func TestValidate(t *testing.T) {
 			wants: []string{`dead_letter.topic: "t" is also consumed`}},
 		{name: "bad dead-letter policy", edit: func(c *pipeline.Config) { c.DeadLetter.Policy = "drop" },
 			wants: []string{`dead_letter.policy: "drop" is not topic or stop`}},
+		{name: "broker port not a number", edit: func(c *pipeline.Config) { c.Kafka.Brokers = []string{"localhost:kafka"} },
+			wants: []string{`kafka.brokers[0]: "localhost:kafka": the port must be a number from 1 to 65535`}},
+		{name: "broker port out of range", edit: func(c *pipeline.Config) { c.Kafka.Brokers = []string{"[::1]:9092", "b:99999"} },
+			wants: []string{`kafka.brokers[1]: "b:99999": the port must be a number from 1 to 65535`}},
+		{name: "session timeout beyond the protocol", edit: func(c *pipeline.Config) { c.Consumer.SessionTimeout = 1000000 * time.Hour },
+			wants: []string{"consumer.session_timeout: 1000000h0m0s is longer than Kafka's limit for it (596h31m23.647s: int32 milliseconds)"}},
+		{name: "every millisecond duration bounded", edit: func(c *pipeline.Config) {
+			c.Consumer.RebalanceTimeout, c.Consumer.FetchMaxWait = 600*time.Hour, 600*time.Hour
+			c.Kafka.DialTimeout, c.Kafka.MetadataMaxAge = 600*time.Hour, 600*time.Hour
+			c.Consumer.SessionTimeout, c.Consumer.HeartbeatInterval = 599*time.Hour, 598*time.Hour
+		}, wants: []string{"consumer.rebalance_timeout: 600h0m0s is longer", "consumer.fetch_max_wait: 600h0m0s is longer",
+			"kafka.dial_timeout: 600h0m0s is longer", "kafka.metadata_max_age: 600h0m0s is longer",
+			"consumer.session_timeout: 599h0m0s is longer", "consumer.heartbeat_interval: 598h0m0s is longer"}},
+		{name: "sub-millisecond precision the protocol drops", edit: func(c *pipeline.Config) { c.Consumer.FetchMaxWait = 1500 * time.Microsecond },
+			wants: []string{"consumer.fetch_max_wait: 1.5ms is not a whole number of milliseconds"}},
+		{name: "retries below -1", edit: func(c *pipeline.Config) { c.DeadLetter.Retries = -2 },
+			wants: []string{"dead_letter.retries: -2 is not a number of retries (-1: none)"}},
+		{name: "backoff above the ceiling", edit: func(c *pipeline.Config) { c.DeadLetter.Backoff = time.Minute },
+			wants: []string{"dead_letter.backoff: 1m0s is longer than the longest wait between retries (10s)"}},
+		{name: "concurrency too high", edit: func(c *pipeline.Config) { c.Consumer.Concurrency = 1 << 40 },
+			wants: []string{"consumer.concurrency: 1099511627776 is more than 10000"}},
+		{name: "fetch concurrency too high", edit: func(c *pipeline.Config) { c.Consumer.FetchConcurrency = 17 },
+			wants: []string{"consumer.fetch_concurrency: must be between 1 and 16"}},
+		{name: "topic names Kafka refuses", edit: func(c *pipeline.Config) {
+			c.Consumer.Topics = []string{"orders", "my orders", strings.Repeat("t", 250), ".."}
+			c.DeadLetter.Topic = "orders/dlq"
+		}, wants: []string{`consumer.topics[1]: "my orders" is not a valid topic name`, "consumer.topics[2]: topic name of 250 characters",
+			`consumer.topics[3]: ".." is not a valid topic name`, `dead_letter.topic: "orders/dlq" is not a valid topic name`}},
+		{name: "negative sizes", edit: func(c *pipeline.Config) { c.Consumer.BufferBytes = -1 },
+			wants: []string{"consumer.buffer_bytes: -1B is negative"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +124,9 @@ func TestDefaults(t *testing.T) {
 		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 2 {
 		t.Fatalf("defaults: %+v", c)
 	}
+	if d := validConfig().WithDefaults(); !reflect.DeepEqual(d, c) {
+		t.Errorf("WithDefaults %+v differs from what New runs with %+v", d, c)
+	}
 	withTopic := validConfig()
 	withTopic.DeadLetter.Topic = "dlq"
 	if p, _ := pipeline.New(withTopic); p.Config().DeadLetter.Policy != pipeline.DeadLetterTopic {
@@ -104,16 +138,28 @@ func TestByteSize(t *testing.T) {
 	tests := []struct {
 		in   string
 		want pipeline.ByteSize
-		err  bool
+		err  string // in the error; "" if none
 	}{
-		{"512", 512, false}, {"64KiB", 64 << 10, false}, {"1MiB", 1 << 20, false}, {"2 GB", 2 << 30, false},
-		{"10kb", 10 << 10, false}, {"1.5MiB", 0, true}, {"-1", 0, true}, {"12 parsecs", 0, true}, {"", 0, true},
+		{"512", 512, ""}, {"64KiB", 64 << 10, ""}, {"1MiB", 1 << 20, ""}, {"2 GiB", 2 << 30, ""}, {"7B", 7, ""},
+		{"9223372036854775807", 1<<63 - 1, ""}, {"8589934591GiB", 8589934591 << 30, ""},
+		{"1.5MiB", 0, "not a size"}, {"-1", 0, "not a size"}, {"", 0, "not a size"},
+		{"12 parsecs", 0, `unknown unit "parsecs"`},
+		{"2 GB", 0, `"GB" is ambiguous (10^9 or 2^30 bytes): write GiB`}, {"10kb", 0, `"kb" is ambiguous`},
+		{"64MB", 0, `"MB" is ambiguous (10^6 or 2^20 bytes): write MiB`},
+		{"1mib", 0, `unit "mib" is written MiB`}, {"1KIB", 0, `unit "KIB" is written KiB`}, {"3b", 0, `unit "b" is written B`},
+		{"17179869184GiB", 0, `"17179869184GiB" is more than 8EiB`}, {"8589934592GiB", 0, "more than 8EiB"},
+		{"99999999999999999999", 0, "more than 8EiB"},
 	}
 	for _, tt := range tests {
-		var b pipeline.ByteSize
+		b := pipeline.ByteSize(-7)
 		err := b.UnmarshalText([]byte(tt.in))
-		if (err != nil) != tt.err || (!tt.err && b != tt.want) {
-			t.Errorf("%q: %v, %v; want %v (error %v)", tt.in, b, err, tt.want, tt.err)
+		switch {
+		case tt.err == "" && (err != nil || b != tt.want):
+			t.Errorf("%q: %v, %v; want %v", tt.in, b, err, tt.want)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%q: error %v, want one containing %q", tt.in, err, tt.err)
+		case tt.err != "" && b != -7:
+			t.Errorf("%q: a failed parse changed the value to %v", tt.in, b)
 		}
 	}
 	if s := (64 * pipeline.MiB).String(); s != "64MiB" {

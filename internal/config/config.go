@@ -1,18 +1,18 @@
 package config
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
+	"github.com/fencepost-dev/fencepost/internal/limits"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -88,9 +88,15 @@ func Load(path string, reg *stages.Registry) (*Config, error) {
 	return Loader{Registry: reg}.Load(path)
 }
 
-// Load reads the file at path and checks it; see Parse.
+// Load reads the file at path and checks it; see Parse. A file larger
+// than 1MiB is refused without reading it whole.
 func (l Loader) Load(path string) (*Config, error) {
-	src, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, limits.MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
@@ -101,9 +107,11 @@ func (l Loader) Load(path string) (*Config, error) {
 // carry). It returns a complete, validated Config, or Errors listing
 // every problem found: unset variables, YAML syntax, unknown keys, wrong
 // types, unknown stages, bad stage options (each stage is built once,
-// without a cluster, so that a bad expression is found here), and what
-// pipeline.Config.Validate rejects. Unset variables, and a YAML syntax
-// error, stop the checks there: the rest would be guesswork.
+// without a cluster, so that a bad expression is found here), what
+// pipeline.Config.Validate rejects, and what run would otherwise change
+// silently (a 0 that would mean a default). Unset variables, a YAML
+// syntax error, and a file beyond the limits (1MiB, nesting 64 deep)
+// stop the checks there: the rest would be guesswork.
 func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	reg, lookup := l.Registry, l.LookupEnv
 	if reg == nil {
@@ -113,13 +121,18 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 		lookup = os.LookupEnv
 	}
 	probs := &problems{file: file}
-	text, pm := interpolate(src, lookup, probs)
-	if len(probs.errs) > 0 {
+	if len(src) > limits.MaxFileBytes {
+		probs.add(Position{1, 1}, "", fmt.Sprintf("the file is larger than %v", pipeline.ByteSize(limits.MaxFileBytes)),
+			"a configuration is a few kilobytes: check that this is the right file")
 		return nil, probs.result()
 	}
-	d := &decoder{probs: probs, pm: pm, keys: map[string]Position{}, anchors: map[string]ast.Node{}}
-	body := d.parse(text)
-	if body == nil {
+	text, refs, ok := protect(lineEndings.Replace(strings.TrimPrefix(string(src), "\ufeff")), probs)
+	if !ok {
+		return nil, probs.result()
+	}
+	d := &decoder{probs: probs, keys: map[string]Position{}, anchors: map[string]ast.Node{}, empty: map[string]bool{}}
+	body := d.parse(text, refs, lookup)
+	if body == nil || len(probs.errs) > 0 {
 		return nil, probs.result()
 	}
 	if _, ok := mappingValues(body); !ok {
@@ -141,6 +154,8 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	cfg.HTTP = d.http(fs.HTTP)
 	d.checkLog(&cfg.Log)
 	d.checkEmbedded(cfg)
+	d.checkZeros(cfg.Pipeline)
+	d.checkTLS(cfg.Pipeline.Kafka.TLS)
 	cfg.Stages = d.stages(reg, fs.Pipeline)
 	d.validate(cfg)
 	if len(probs.errs) > 0 {
@@ -149,6 +164,10 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	}
 	return cfg, nil
 }
+
+// lineEndings turns the line breaks YAML knows (CRLF, CR) into LF, so
+// that lines are counted alike everywhere.
+var lineEndings = strings.NewReplacer("\r\n", "\n", "\r", "\n")
 
 func (p *problems) result() error {
 	p.errs.sort()
@@ -166,39 +185,6 @@ func (p *problems) scrub(secrets []string) {
 	}
 }
 
-// parse parses the interpolated text into one document's body; nil after
-// reporting why not.
-func (d *decoder) parse(text string) ast.Node {
-	f, err := parser.ParseBytes([]byte(text), 0, parser.AllowDuplicateMapKey())
-	if err != nil {
-		var ye yaml.Error
-		pos, msg := Position{1, 1}, err.Error()
-		if errors.As(err, &ye) {
-			msg = ye.GetMessage()
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				pos = d.pm.source(Position{tk.Position.Line, tk.Position.Column})
-			}
-		}
-		d.probs.add(pos, "", "YAML syntax: "+msg, "check the indentation and quoting around here")
-		return nil
-	}
-	var docs []ast.Node
-	for _, doc := range f.Docs {
-		if doc.Body != nil {
-			docs = append(docs, doc.Body)
-		}
-	}
-	switch {
-	case len(docs) == 0:
-		d.probs.add(Position{1, 1}, "", "the file is empty", "start from configs/quickstart.yaml")
-		return nil
-	case len(docs) > 1:
-		d.probs.add(d.pos(docs[1]), "", "more than one YAML document (---) in the file", "keep one configuration per file")
-		return nil
-	}
-	return docs[0]
-}
-
 func (d *decoder) http(h httpSection) HTTP {
 	if h.Address == nil {
 		return HTTP{Address: DefaultHTTPAddress}
@@ -207,9 +193,15 @@ func (d *decoder) http(h httpSection) HTTP {
 	if a == "" || strings.EqualFold(a, "off") {
 		return HTTP{}
 	}
-	if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+	_, port, err := net.SplitHostPort(a)
+	n, perr := strconv.Atoi(port)
+	switch {
+	case err != nil || port == "":
 		d.probs.add(d.keys["http.address"], "http.address", fmt.Sprintf("%q is not host:port", a),
 			"write e.g. 127.0.0.1:9464 (or :9464 for every interface), or off to disable")
+	case perr != nil || n < 0 || n > 65535:
+		d.probs.add(d.keys["http.address"], "http.address", fmt.Sprintf("%q: the port must be a number from 0 to 65535", a),
+			"write e.g. 127.0.0.1:9464 (0 picks a free port), or off to disable")
 	}
 	return HTTP{Address: a}
 }

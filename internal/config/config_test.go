@@ -70,12 +70,7 @@ func checkErrors(t *testing.T, got Errors, wants []want) {
 // TestErrorClasses: each class of mistake is reported at its position
 // with its message (and a hint where one helps).
 func TestErrorClasses(t *testing.T) {
-	cases := []struct {
-		name string
-		src  string
-		want []want
-		hint string // text the first error's hint holds
-	}{
+	checkCases(t, []errorCase{
 		{"unknown top-level key", base + "consumr: {}\n",
 			[]want{{"8:1", "consumr", "unknown key"}}, `did you mean "consumer"?`},
 		{"unknown nested key", strings.Replace(base, "  group: g", "  group: g\n  gruop: h", 1),
@@ -89,7 +84,7 @@ func TestErrorClasses(t *testing.T) {
 		{"bad duration", base + "shutdown_timeout: soon\n",
 			[]want{{"8:19", "shutdown_timeout", `"soon" is not a duration`}}, ""},
 		{"bad size", strings.Replace(base, "  group: g", "  group: g\n  buffer_bytes: 12XB", 1),
-			[]want{{"5:17", "consumer.buffer_bytes", `unknown unit "xb"`}}, "64KiB"},
+			[]want{{"5:17", "consumer.buffer_bytes", `unknown unit "XB"`}}, "64KiB"},
 		{"bad reset policy", strings.Replace(base, "  group: g", "  group: g\n  auto_offset_reset: oldest", 1),
 			[]want{{"5:22", "consumer.auto_offset_reset", "not one of earliest, latest, none"}}, ""},
 		{"bool wanted", strings.Replace(base, "  group: g", "  group: g\n  read_committed: 1", 1),
@@ -149,14 +144,28 @@ func TestErrorClasses(t *testing.T) {
 		{"log level", base + "log:\n  level: loud\n  format: xml\n",
 			[]want{{"9:3", "log.level", `"loud" is not one of debug, info, warn, error`}, {"10:3", "log.format", "console, json"}}, ""},
 		{"embedded with brokers", strings.Replace(base, "  brokers: [localhost:9092]", "  brokers: [localhost:9092]\n  embedded: {partitions: 0, demo_producer: {rate: -1}}", 1),
-			[]want{{"2:3", "kafka.brokers", "must be empty with kafka.embedded"}, {"3:29", "kafka.embedded.demo_producer.topic", "needs a topic"},
+			[]want{{"2:3", "kafka.brokers", "must be empty with kafka.embedded"}, {"3:14", "kafka.embedded.partitions", "0 would mean the default, 4"},
+				{"3:29", "kafka.embedded.demo_producer.topic", "needs a topic"},
 				{"3:45", "kafka.embedded.demo_producer.rate", "-1 is out of range"}}, "remove kafka.brokers"},
 		{"syntax error", base + "log: {level: info\n",
 			[]want{{"8:6", "", "YAML syntax"}}, "indentation"},
 		{"empty file", "# nothing\n", []want{{"1:1", "", "empty"}}, ""},
 		{"not a mapping", "- a\n- b\n", []want{{"1:1", "", "must be a mapping"}}, ""},
-		{"alias to no anchor", base + "shutdown_timeout: *t\n", []want{{"8:19", "", "names no anchor"}}, ""},
-	}
+		{"alias to no anchor", base + "shutdown_timeout: *t\n", []want{{"8:19", "shutdown_timeout", "names no anchor"}}, ""},
+	})
+}
+
+// errorCase is a file and the errors it gives.
+type errorCase struct {
+	name string
+	src  string
+	want []want
+	hint string // text the first error's hint holds
+}
+
+// checkCases parses each case's file and checks its errors.
+func checkCases(t *testing.T, cases []errorCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, errs := parse(t, c.src, nil)
@@ -218,6 +227,7 @@ pipeline:
   - stage: filter
     if: json.type == "purchase"
   - stage: json
+    name: json_again
   - stage: stdout
     name: sample
     every: 10
@@ -253,7 +263,7 @@ shutdown_timeout: 10s
 	for _, s := range cfg.Stages {
 		names = append(names, s.Name)
 	}
-	if got := strings.Join(names, ","); got != "json#1,filter,json#3,sample,map" {
+	if got := strings.Join(names, ","); got != "json,filter,json_again,sample,map" {
 		t.Errorf("stage names %s", got)
 	}
 	require, _ := cfg.Stages[0].Options.StringList("require")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/fencepost-dev/fencepost/internal/limits"
+	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
@@ -19,10 +21,15 @@ import (
 // each key is, for errors found later (pipeline.Config.Validate).
 type decoder struct {
 	probs   *problems
-	pm      *posMap
 	keys    map[string]Position
 	anchors map[string]ast.Node
 	secrets []string // values of secret fields, scrubbed from messages
+	// aliased counts the values aliases expanded to, up to
+	// limits.MaxAliasValues.
+	aliased int
+	// empty holds the keys written without a value ("key:", or an empty
+	// ${VAR}): they mean the default, unlike a written 0.
+	empty map[string]bool
 }
 
 // nodeDecoder is implemented by types that decode their node themselves.
@@ -37,6 +44,7 @@ var (
 	byteSizeType  = reflect.TypeFor[pipeline.ByteSize]()
 	secretType    = reflect.TypeFor[pipeline.Secret]()
 	stringMapType = reflect.TypeFor[map[string]string]()
+	resetType     = reflect.TypeFor[offsetstore.ResetPolicy]()
 )
 
 // pos returns the source position of a node. A mapping is where its first
@@ -51,15 +59,16 @@ func (d *decoder) pos(n ast.Node) Position {
 	if tk == nil || tk.Position == nil {
 		return Position{1, 1}
 	}
-	return d.pm.source(Position{tk.Position.Line, tk.Position.Column})
+	return Position{tk.Position.Line, tk.Position.Column}
 }
 
 func (d *decoder) add(n ast.Node, path, msg, hint string) {
 	d.probs.add(d.pos(n), path, msg, hint)
 }
 
-// resolve unwraps tags and anchors and follows aliases.
-func (d *decoder) resolve(n ast.Node) ast.Node {
+// resolve unwraps tags and anchors and follows aliases, as long as the
+// values aliases expand to stay within limits.MaxAliasValues.
+func (d *decoder) resolve(path string, n ast.Node) ast.Node {
 	for {
 		switch v := n.(type) {
 		case *ast.TagNode:
@@ -69,7 +78,14 @@ func (d *decoder) resolve(n ast.Node) ast.Node {
 		case *ast.AliasNode:
 			target, ok := d.anchors[v.Value.GetToken().Value]
 			if !ok {
-				d.add(v, "", fmt.Sprintf("alias *%s names no anchor defined before it", v.Value.GetToken().Value), "define &name before using *name")
+				d.add(v, path, fmt.Sprintf("alias *%s names no anchor defined before it", v.Value.GetToken().Value), "define &name before using *name")
+				return nil
+			}
+			if d.aliased > limits.MaxAliasValues {
+				return nil // reported once, where the limit was passed
+			}
+			if d.aliased += size(target); d.aliased > limits.MaxAliasValues {
+				d.add(v, path, fmt.Sprintf("aliases expand to more than %d values", limits.MaxAliasValues), "repeat less through aliases")
 				return nil
 			}
 			n = target
@@ -86,6 +102,13 @@ func (d *decoder) collectAnchors(n ast.Node) {
 			d.anchors[a.Name.GetToken().Value] = a.Value
 		}
 	}), n)
+}
+
+// size is the number of nodes of the tree at n (aliases count one).
+func size(n ast.Node) int {
+	count := 0
+	ast.Walk(visitFunc(func(ast.Node) { count++ }), n)
+	return count
 }
 
 type visitFunc func(ast.Node)
@@ -164,13 +187,17 @@ func expects(t reflect.Type) (what, hint string) {
 
 func (d *decoder) wrongType(n ast.Node, path string, t reflect.Type) {
 	w, hint := expects(t)
+	if _, isMap := mappingValues(n); isMap && t.Kind() == reflect.String {
+		hint = "quote the value ('host:9092'): inside [ ] and { }, YAML may read a:b as a mapping"
+	}
 	d.add(n, path, fmt.Sprintf("want %s, found %s", w, kindOf(n)), hint)
 }
 
 // decode fills v from n, adding a problem for everything wrong in n.
 func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
-	n = d.resolve(n)
+	n = d.resolve(path, n)
 	if isNull(n) {
+		d.empty[path] = true
 		// A section written with no value ("tls:") is there, with its
 		// defaults; any other empty value is left as it was.
 		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && v.IsNil() {
@@ -196,6 +223,9 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 		if t == secretType && len(s) >= 3 {
 			d.secrets = append(d.secrets, s)
 		}
+		if t == resetType && !d.resetPolicy(path, n, s) {
+			return
+		}
 		if err := v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
 			msg := err.Error()
 			if t == secretType {
@@ -217,6 +247,9 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 		seq, ok := n.(*ast.SequenceNode)
 		if !ok {
 			d.wrongType(n, path, t)
+			return
+		}
+		if !d.within(n, path, len(seq.Values)) {
 			return
 		}
 		s := reflect.MakeSlice(t, len(seq.Values), len(seq.Values))
@@ -334,6 +367,9 @@ func (d *decoder) forEachKey(path string, n ast.Node, fn func(key string, kn, vn
 	if !ok {
 		return false
 	}
+	if !d.within(n, path, len(vs)) {
+		return true
+	}
 	seen := map[string]Position{}
 	for _, mv := range vs {
 		if _, merge := mv.Key.(*ast.MergeKeyNode); merge {
@@ -395,4 +431,35 @@ func (d *decoder) decodeMap(path string, n ast.Node, v reflect.Value) {
 		return
 	}
 	v.Set(m)
+}
+
+// within reports a list or mapping of more than limits.MaxListLen
+// entries, and says whether n is within the limit.
+func (d *decoder) within(n ast.Node, path string, entries int) bool {
+	if entries <= limits.MaxListLen {
+		return true
+	}
+	d.add(n, path, fmt.Sprintf("%d entries; at most %d", entries, limits.MaxListLen), "split the configuration, or use fewer entries")
+	return false
+}
+
+// resetPolicy accepts earliest, latest and none (in any case) as
+// auto_offset_reset. The other names offsetstore accepts (librdkafka's
+// smallest, largest, ...) are refused here, with the name to write: a
+// file says what it means in one way.
+func (d *decoder) resetPolicy(path string, n ast.Node, s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "earliest", "latest", "none":
+		return true
+	}
+	var p offsetstore.ResetPolicy
+	hint := "use earliest, latest or none"
+	switch {
+	case strings.TrimSpace(s) == "":
+		hint = "leave the key out for earliest, or write earliest, latest or none"
+	case p.UnmarshalText([]byte(s)) == nil:
+		hint = fmt.Sprintf("write %s (%q is another client's name for it)", p, s)
+	}
+	d.add(n, path, fmt.Sprintf("%q is not one of earliest, latest, none", s), hint)
+	return false
 }

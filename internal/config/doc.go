@@ -10,7 +10,7 @@
 //
 //	kafka:                 # pipeline.KafkaConfig, plus embedded
 //	  brokers: [localhost:9092]
-//	  sasl: {mechanism: SCRAM-SHA-512, username: app, password: "${KAFKA_PASSWORD}"}
+//	  sasl: {mechanism: SCRAM-SHA-512, username: app, password: ${KAFKA_PASSWORD}}
 //	consumer:              # pipeline.ConsumerConfig
 //	  group: enricher
 //	  topics: [orders]
@@ -41,10 +41,20 @@
 // must then be empty, and is filled in when the broker starts. See
 // Embedded.
 //
-// Interpolation runs over the raw text before it is parsed: ${VAR} is the
+// Interpolation runs on the parsed document, in values only: ${VAR} is the
 // environment variable VAR and ${VAR:-default} falls back to default when
-// VAR is unset or empty. $${ stands for a literal ${. References in
-// comments are left alone. Every unset variable without a default is
-// reported, at once. Values are inserted as they are, so quote a
-// reference whose value may hold YAML syntax ("${KAFKA_PASSWORD}").
+// VAR is unset or empty; $${ stands for a literal ${. A value from the
+// environment is only ever the value of the key it is written in, taken
+// as it is (newlines, quotes and YAML syntax included); in an unquoted
+// value the result is typed as YAML types a plain value (so "retries:
+// ${N}" is a number). References in comments are left alone; one in a
+// key is an error. Every unset variable without a default is reported,
+// at once, at its position in the file as written.
+//
+// Writing 0 where the pipeline would replace it by its default is an
+// error (leaving the key out gives the default), except where 0 is a
+// documented value (consumer.concurrency). The bounds of values are
+// Validate's and internal/limits'; the file itself is bounded too (1MiB,
+// 10,000 entries per list, nesting 64 deep, aliases expanding to 100,000
+// values), so that a hostile file is refused quickly.
 package config

@@ -1,6 +1,12 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fencepost-dev/fencepost/internal/limits"
+)
 
 // Embedded configures an in-process Kafka-protocol broker, for
 // development and the quickstart: nothing to install. Its data lives in
@@ -79,6 +85,11 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 			"remove kafka.tls and kafka.sasl, or remove kafka.embedded")
 	}
 	bound := func(key string, v *int, def, lo, hi int) {
+		if _, written := d.keys[key]; written && !d.empty[key] && *v == 0 && def != 0 && !d.reported(key) {
+			d.probs.add(d.keys[key], key, fmt.Sprintf("0 would mean the default, %d", def),
+				fmt.Sprintf("leave the key out for the default, or write %d to %d", lo, hi))
+			return
+		}
 		if *v == 0 && def != 0 {
 			*v = def
 		}
@@ -86,21 +97,44 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 			d.probs.add(d.keys[key], key, fmt.Sprintf("%d is out of range", *v), fmt.Sprintf("use %d to %d", lo, hi))
 		}
 	}
+	if e.DataDir != "" {
+		d.checkDataDir(e.DataDir)
+	}
 	bound("kafka.embedded.brokers", &e.Brokers, 1, 1, 9)
 	bound("kafka.embedded.partitions", &e.Partitions, 4, 1, 1000)
 	for i, t := range e.Topics {
-		if t == "" {
-			k := fmt.Sprintf("kafka.embedded.topics[%d]", i)
-			d.probs.add(d.keys[k], k, "empty topic name", "remove the empty entry")
+		k := fmt.Sprintf("kafka.embedded.topics[%d]", i)
+		if err := limits.TopicName(t); err != nil && !d.reported(k) {
+			d.probs.add(d.keys[k], k, err.Error(), "remove an empty entry; a name is letters, digits, '.', '_' and '-'")
 		}
 	}
 	if dp := e.DemoProducer; dp != nil {
-		if dp.Topic == "" {
-			d.probs.add(d.keyPos("kafka.embedded.demo_producer.topic"), "kafka.embedded.demo_producer.topic", "the demo producer needs a topic",
+		const key = "kafka.embedded.demo_producer.topic"
+		if err := limits.TopicName(dp.Topic); dp.Topic == "" && !d.reported(key) {
+			d.probs.add(d.keyPos(key), key, "the demo producer needs a topic",
 				"add topic: <name> under demo_producer (usually one of consumer.topics)")
+		} else if err != nil && !d.reported(key) {
+			d.probs.add(d.keyPos(key), key, err.Error(), "a name is letters, digits, '.', '_' and '-'")
 		}
 		bound("kafka.embedded.demo_producer.rate", &dp.Rate, 10, 1, 100000)
 		bound("kafka.embedded.demo_producer.users", &dp.Users, 100, 1, 1000000)
 		bound("kafka.embedded.demo_producer.malformed_every", &dp.MalformedEvery, 0, 0, 1<<30)
+	}
+}
+
+// checkDataDir reports a data_dir the embedded broker could not use: one
+// that is, or is under, something other than a directory.
+func (d *decoder) checkDataDir(dir string) {
+	const key = "kafka.embedded.data_dir"
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err == nil && !fi.IsDir() {
+			d.probs.add(d.keys[key], key, fmt.Sprintf("%s is not a directory", p),
+				"name a directory the processor can write, or one to create, or leave data_dir out to keep the data in memory")
+			return
+		}
+		if err == nil || filepath.Dir(p) == p {
+			return
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,8 +19,8 @@ import (
 // Stage is one configured stage of the pipeline.
 type Stage struct {
 	// Name is the stage's display name, unique in the pipeline: the
-	// entry's name, else the stage name (with #n, its 1-based place, if
-	// the stage is used more than once).
+	// entry's name, else the stage name (a stage used more than once
+	// needs names).
 	Name string
 	// Spec is the registered stage.
 	Spec stages.Spec
@@ -65,7 +66,9 @@ func (s *stageNodes) decodeNode(d *decoder, path string, n ast.Node) {
 		return
 	}
 	s.present = true
-	s.items = seq.Values
+	if d.within(n, path, len(seq.Values)) {
+		s.items = seq.Values
+	}
 }
 
 // reserved are the keys of a pipeline entry that are not stage options.
@@ -73,7 +76,6 @@ var reserved = []string{"stage", "name"}
 
 // entry is one pipeline entry as written.
 type entry struct {
-	index     int
 	path      string
 	node      ast.Node
 	stageNode ast.Node
@@ -81,6 +83,7 @@ type entry struct {
 	nameNode  ast.Node
 	opts      map[string][2]ast.Node // key and value nodes
 	optOrder  []string
+	failed    map[string]bool // options whose alias could not be followed (reported)
 }
 
 func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
@@ -91,18 +94,11 @@ func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
 	}
 	var out []Stage
 	names := map[string]Position{}
-	counts := map[string]int{}
-	entries := make([]*entry, 0, len(sn.items))
 	for i, item := range sn.items {
-		if e := d.entry(fmt.Sprintf("pipeline[%d]", i), item); e != nil {
-			e.index = i
-			entries = append(entries, e)
-			if s, ok := scalarText(e.stageNode); ok {
-				counts[s]++
-			}
+		e := d.entry(fmt.Sprintf("pipeline[%d]", i), item)
+		if e == nil {
+			continue
 		}
-	}
-	for _, e := range entries {
 		st, ok := d.stage(reg, e)
 		if !ok {
 			continue
@@ -110,16 +106,14 @@ func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
 		st.Name = e.name
 		if st.Name == "" {
 			st.Name = st.Spec.Name
-			if counts[st.Spec.Name] > 1 {
-				st.Name = fmt.Sprintf("%s#%d", st.Spec.Name, e.index+1)
-			}
 		}
 		if first, dup := names[st.Name]; dup {
 			at := e.node
 			if e.nameNode != nil {
 				at = e.nameNode
 			}
-			d.add(at, e.path+".name", fmt.Sprintf("stage name %q is already used (line %d)", st.Name, first.Line), "give each entry its own name: ...")
+			d.add(at, e.path+".name", fmt.Sprintf("stage name %q is already used (line %d)", st.Name, first.Line),
+				"give each entry its own name: ..., as errors, logs and dead letters call it")
 			continue
 		}
 		names[st.Name] = st.Pos
@@ -130,13 +124,17 @@ func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
 
 // entry splits a pipeline entry into stage, name and options.
 func (d *decoder) entry(path string, item ast.Node) *entry {
-	item = d.resolve(item)
+	item = d.resolve(path, item)
 	if isNull(item) {
 		return nil
 	}
-	e := &entry{path: path, node: item, opts: map[string][2]ast.Node{}}
+	e := &entry{path: path, node: item, opts: map[string][2]ast.Node{}, failed: map[string]bool{}}
 	ok := d.forEachKey(path, item, func(key string, kn, vn ast.Node) {
-		vn = d.resolve(vn)
+		raw := vn
+		if vn = d.resolve(path+"."+key, vn); vn == nil && !isNull(raw) {
+			e.failed[key] = true
+			return
+		}
 		switch key {
 		case "stage":
 			e.stageNode = vn
@@ -155,6 +153,9 @@ func (d *decoder) entry(path string, item ast.Node) *entry {
 	if !ok {
 		d.add(item, path, fmt.Sprintf("want a stage entry (a mapping), found %s", kindOf(item)), "write \"- stage: <name>\" followed by the stage's options")
 		return nil
+	}
+	if e.failed["stage"] {
+		return nil // its alias was reported
 	}
 	if e.stageNode == nil || isNull(e.stageNode) {
 		d.add(item, path+".stage", "the entry has no stage key", "add stage: <name> (the stages command lists them)")
@@ -184,26 +185,51 @@ func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
 		return Stage{}, false
 	}
 	before := len(d.probs.errs)
-	opts := d.options(spec, e)
+	opts, bad := d.options(spec, e)
 	st := Stage{Spec: spec, Options: opts, Pos: d.pos(e.node)}
-	if len(d.probs.errs) > before {
-		return st, false
+	if len(bad) == 0 {
+		d.lintBuild(st, e, nil)
+		return st, len(d.probs.errs) == before
 	}
-	d.lintBuild(st, e)
-	return st, len(d.probs.errs) == before
+	// Build it anyway, with the bad options at their defaults, so that
+	// what only the factory checks about the others is reported too.
+	if subst, ok := substitute(spec, opts, bad); ok {
+		d.lintBuild(Stage{Spec: spec, Options: subst}, e, bad)
+	}
+	return st, false
+}
+
+// substitute returns opts with the options in bad set to their defaults,
+// or left out; ok is false if a bad option is required and has no
+// default (the stage cannot be built without it).
+func substitute(spec stages.Spec, opts stages.Options, bad map[string]bool) (stages.Options, bool) {
+	out := maps.Clone(opts)
+	for _, o := range spec.Options {
+		switch {
+		case !bad[o.Name]:
+		case o.Default != nil:
+			out[o.Name] = o.Default
+		case o.Required:
+			return nil, false
+		default:
+			delete(out, o.Name)
+		}
+	}
+	return out, true
 }
 
 // options decodes an entry's options to their Go types (reporting each
 // decoding error at its value), then checks them against the spec with
 // stages.Spec.Check, the rules every caller of a stage factory applies,
-// and reports each problem at the option it concerns.
-func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
+// and reports each problem at the option it concerns. bad names the
+// options with a problem.
+func (d *decoder) options(spec stages.Spec, e *entry) (opts stages.Options, bad map[string]bool) {
 	var valid []string
 	for _, o := range spec.Options {
 		valid = append(valid, o.Name)
 	}
 	given := stages.Options{}
-	undecoded := map[string]bool{}
+	undecoded := maps.Clone(e.failed)
 	for _, key := range e.optOrder {
 		kn, vn := e.opts[key][0], e.opts[key][1]
 		i := slices.IndexFunc(spec.Options, func(o stages.OptionSpec) bool { return o.Name == key })
@@ -218,7 +244,9 @@ func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
 		}
 	}
 	opts, probs := spec.Check(given)
+	bad = maps.Clone(undecoded)
 	for _, p := range probs {
+		bad[p.Option] = true
 		path := e.path + "." + p.Option
 		node := e.stageNode
 		if nodes, ok := e.opts[p.Option]; ok {
@@ -243,7 +271,7 @@ func (d *decoder) options(spec stages.Spec, e *entry) stages.Options {
 			d.add(node, path, fmt.Sprintf("stage %s: %v", spec.Name, p), "this is a bug in the stage's spec: tell its authors")
 		}
 	}
-	return opts
+	return opts, bad
 }
 
 // option converts one option value to its Go type.
@@ -276,8 +304,10 @@ func lintEnv(name string) stages.Env {
 
 // lintBuild builds the stage once so that what only its factory checks
 // (an expression that does not compile) is reported now, at the
-// option's position when the factory says which option.
-func (d *decoder) lintBuild(st Stage, e *entry) {
+// option's position when the factory says which option. Errors about
+// the options in skip, and errors naming no option when skip is set, are
+// left out: they were reported, or may come from a substituted value.
+func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) {
 	s, err := newStage(st.Spec, st.Options, lintEnv(st.Spec.Name))
 	if errors.Is(err, stages.ErrNoProducer) {
 		// Expected without a cluster: the options were checked first.
@@ -285,7 +315,11 @@ func (d *decoder) lintBuild(st Stage, e *entry) {
 	}
 	if err != nil {
 		var oe *stages.OptionError
-		if errors.As(err, &oe) {
+		isOption := errors.As(err, &oe)
+		if skip != nil && (!isOption || skip[oe.Option]) {
+			return
+		}
+		if isOption {
 			node := e.stageNode
 			path := e.path
 			if given, ok := e.opts[oe.Option]; ok {

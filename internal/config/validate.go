@@ -10,7 +10,7 @@ import (
 func (d *decoder) validate(cfg *Config) {
 	pc := cfg.Pipeline
 	if cfg.Embedded != nil && len(pc.Kafka.Brokers) == 0 {
-		pc.Kafka.Brokers = []string{"embedded:0"} // filled in at start
+		pc.Kafka.Brokers = []string{"embedded:1"} // filled in at start
 	}
 	err := pc.Validate()
 	if err == nil {
@@ -76,13 +76,13 @@ var indexRE = regexp.MustCompile(`\[\d+\]`)
 // rejects, by key (list indexes removed).
 var validateHints = map[string]string{
 	"kafka.brokers":               "list bootstrap addresses, brokers: [broker-1:9092], or use kafka.embedded for a local broker",
-	"kafka.brokers[]":             "write host:port, such as localhost:9092",
+	"kafka.brokers[]":             "write host:port, such as localhost:9092; a ${VAR} is one entry, not a list",
 	"kafka.sasl.mechanism":        "use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
 	"kafka.sasl.username":         "set kafka.sasl.username (and the password, best as \"${KAFKA_PASSWORD}\")",
 	"kafka.tls":                   "set both cert_file and key_file for mutual TLS, or neither",
 	"consumer.group":              "name the consumer group, such as group: order-enricher",
 	"consumer.topics":             "list the topics to consume, such as topics: [orders]",
-	"consumer.topics[]":           "remove the empty entry",
+	"consumer.topics[]":           "remove an empty entry; a topic name is letters, digits, '.', '_' and '-' (and a ${VAR} is one entry, not a list)",
 	"consumer.auto_offset_reset":  "use earliest, latest or none",
 	"consumer.ordering":           "use partition (the default) or key",
 	"consumer.concurrency":        "use a positive number, or leave it out for one per CPU",
@@ -90,6 +90,9 @@ var validateHints = map[string]string{
 	"consumer.fetch_max_bytes":    "raise fetch_max_bytes, or lower max_partition_fetch_bytes",
 	"consumer.heartbeat_interval": "keep heartbeat_interval at a third of session_timeout or less",
 	"dead_letter.topic":           "name a topic that is not consumed, such as <topic>.dlq",
+	"dead_letter.retries":         "write -1 for no retries, or leave it out for 3",
+	"dead_letter.backoff":         "write a duration from 1ms to 10s, or leave it out for 100ms",
+	"consumer.fetch_concurrency":  "write 1 to 16, or leave it out for 2",
 	"dead_letter.policy":          "use topic or stop",
 }
 

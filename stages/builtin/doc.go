@@ -27,9 +27,15 @@
 //	partition  int                the source partition
 //	offset     int                the source offset
 //	timestamp  time.Time          the record's timestamp
-//	json       any                the value parsed as JSON: map, array, number
-//	                              (float64), string, bool; nil if the value
-//	                              is not valid JSON (or is null)
+//	json       any                the value parsed as JSON: map, array, number,
+//	                              string, bool; nil if the value is not
+//	                              valid JSON (or is null)
+//
+// A JSON number is an int when written as a whole number (no fraction or
+// exponent), else a float64, so 64-bit ids stay exact. A number neither
+// holds, such as 1e400 or a whole number beyond 64 bits, fails the
+// record with a *NumberError (and so does the json stage): it never
+// becomes nil or a rounded value.
 //
 // Besides expr's built-in functions and operators (string, list and time
 // functions, ?. and ?? for missing fields, "in", matches, ...), toJSON(x)

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -133,8 +132,10 @@ func newEvaluator(u uses) *evaluator {
 // load sets the variables the programs use to r's. Key, value and header
 // values alias r's bytes without copying: records are read-only and
 // never reused (see stages.Record), and every result is converted to
-// fresh bytes before the next load.
-func (e *evaluator) load(r *stages.Record) {
+// fresh bytes before the next load. The error is a *NumberError when the
+// programs read json and the value holds a number no int or float64
+// holds: the record fails.
+func (e *evaluator) load(r *stages.Record) error {
 	u, env := e.uses, e.env
 	if u&useKey != 0 {
 		env[varKey] = bytesString(r.Key)
@@ -166,12 +167,11 @@ func (e *evaluator) load(r *stages.Record) {
 		}
 	}
 	if u&useJSON != 0 {
-		var v any
-		if json.Unmarshal(r.Value, &v) != nil {
-			v = nil
-		}
+		v, _, err := parseJSON(r.Value)
 		env[varJSON] = v
+		return err
 	}
+	return nil
 }
 
 // run evaluates p over the loaded record.

@@ -45,7 +45,9 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(f.cond.uses)
 	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
-		e.load(r)
+		if err := e.load(r); err != nil {
+			return stages.Permanent(err)
+		}
 		v, err := e.run(f.cond)
 		if err != nil {
 			return stages.Permanent(err)

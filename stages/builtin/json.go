@@ -13,7 +13,7 @@ import (
 func init() {
 	stages.Register(stages.Spec{
 		Name:    "json",
-		Summary: "fail records whose value is not valid JSON or lacks required fields",
+		Summary: "fail records whose value is not valid JSON, holds a number expressions cannot hold, or lacks required fields",
 		Options: []stages.OptionSpec{{
 			Name: "require",
 			Type: stages.TypeStringList,
@@ -58,10 +58,13 @@ func (j *jsonStage) Process(_ context.Context, in []stages.Record) ([]stages.Rec
 }
 
 func (j *jsonStage) check(v []byte) error {
+	if !json.Valid(v) {
+		return invalidJSON(v)
+	}
+	if _, err := scanNumbers(v); err != nil {
+		return err
+	}
 	if len(j.require) == 0 {
-		if !json.Valid(v) {
-			return invalidJSON(v)
-		}
 		return nil
 	}
 	var obj map[string]json.RawMessage

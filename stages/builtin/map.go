@@ -47,7 +47,9 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 func (m *mapStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(m.t.uses)
 	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
-		e.load(r)
+		if err := e.load(r); err != nil {
+			return stages.Permanent(err)
+		}
 		out, err := m.t.apply(e, *r)
 		if err != nil {
 			return stages.Permanent(err)

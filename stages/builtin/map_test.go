@@ -22,7 +22,8 @@ func TestMapValueConversions(t *testing.T) {
 		{`42`, `42`},
 		{`1.5`, `1.5`},
 		{`true`, `true`},
-		{`json.id`, `7`}, // JSON numbers are float64; 7.0 encodes as 7
+		{`json.id`, `7`}, // a float64; 7.0 encodes as 7
+		{`json.id / 2`, `3.5`},
 		{`json.items`, `[1,2]`},
 		{`json.name`, `a<b`}, // a string result is its bytes, not JSON
 		{`toJSON(json.name)`, `"a<b"`},

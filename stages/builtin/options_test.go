@@ -31,6 +31,7 @@ func TestBadOptionsFailAtBuild(t *testing.T) {
 		{"map", stages.Options{"value": `value`, "headers": map[string]string{"ok": `key`, "bad": `)`}}, "headers", `headers["bad"]`},
 		{"produce", stages.Options{"value": `value`}, "topic", "required"},
 		{"produce", stages.Options{"topic": ""}, "topic", "empty topic"},
+		{"produce", stages.Options{"topic": "orders out"}, "topic", `"orders out" is not a valid topic name`},
 		{"produce", stages.Options{"topic": "out", "key": `key +`}, "key", "unexpected token"},
 		{"produce", stages.Options{"topic": "out", "value": `nosuch`}, "value", "unknown name nosuch"},
 		{"produce", stages.Options{"topic": "out", "headers": map[string]string{"h": `[`}}, "headers", `headers["h"]`},

@@ -2,9 +2,9 @@ package builtin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/fencepost-dev/fencepost/internal/limits"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -36,8 +36,8 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if topic == "" {
-		return nil, &stages.OptionError{Option: "topic", Err: errors.New("empty topic name")}
+	if err := limits.TopicName(topic); err != nil {
+		return nil, &stages.OptionError{Option: "topic", Err: err}
 	}
 	t, err := compileTransform(opts)
 	if err != nil {
@@ -70,8 +70,10 @@ func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Rec
 	batch := make([]stages.Record, 0, len(in))
 	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
 	for i := range in {
-		e.load(&in[i])
-		r, err := s.t.apply(e, in[i])
+		r, err := in[i], e.load(&in[i])
+		if err == nil {
+			r, err = s.t.apply(e, in[i])
+		}
 		if err != nil {
 			if !re.Failed() {
 				for j := range in[:i] {

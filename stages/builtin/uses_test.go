@@ -37,17 +37,17 @@ func TestJSONParsedOnlyWhenUsed(t *testing.T) {
 	valid := stages.Record{Value: []byte(`{"a":1}`)}
 	e := newEvaluator(useValue)
 	e.env[varJSON] = "stale"
-	e.load(&valid)
-	if e.env[varJSON] != "stale" {
+	if err := e.load(&valid); err != nil || e.env[varJSON] != "stale" {
 		t.Errorf("json parsed though no expression uses it")
 	}
 	e = newEvaluator(useJSON)
-	e.load(&valid)
+	if err := e.load(&valid); err != nil {
+		t.Fatal(err)
+	}
 	if m, ok := e.env[varJSON].(map[string]any); !ok || m["a"] != 1.0 {
 		t.Errorf("json = %#v, want map[a:1]", e.env[varJSON])
 	}
-	e.load(&stages.Record{Value: []byte(`{`)})
-	if e.env[varJSON] != nil {
+	if err := e.load(&stages.Record{Value: []byte(`{`)}); err != nil || e.env[varJSON] != nil {
 		t.Errorf("json = %#v for an invalid value, want nil", e.env[varJSON])
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -48,9 +49,40 @@ func startCluster(o brokerOptions) (*kfake.Cluster, error) {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("start the embedded broker: %w", err)
+		return nil, &startError{err: err, dataDir: o.dataDir}
 	}
 	return c, nil
+}
+
+// startError is a cluster that did not start: a port in use, or a data
+// directory that cannot be used.
+type startError struct {
+	err     error
+	dataDir string
+}
+
+func (e *startError) Error() string {
+	var ne *net.OpError
+	if e.dataDir != "" && !errors.As(e.err, &ne) {
+		return fmt.Sprintf("start the embedded broker with its data in %s: %v", e.dataDir, e.err)
+	}
+	return "start the embedded broker: " + e.err.Error()
+}
+
+func (e *startError) Unwrap() error { return e.err }
+
+// hint says what to check, naming the broker command's flags.
+func (e *startError) hint() string {
+	var ne *net.OpError
+	switch {
+	case errors.Is(e.err, syscall.EADDRINUSE):
+		return "is the port free? try --port 0"
+	case errors.As(e.err, &ne):
+		return "check --port"
+	case e.dataDir != "":
+		return "check --data-dir " + e.dataDir + ": it must be a directory this process can write, or not exist yet"
+	}
+	return ""
 }
 
 func (c *cli) brokerCmd() *cobra.Command {
@@ -91,7 +123,11 @@ It is not a production broker: no replication, no authentication.`,
 func (c *cli) runBroker(ctx context.Context, o brokerOptions) error {
 	cl, err := startCluster(o)
 	if err != nil {
-		return failure("%v (is the port free? try --port 0)", err)
+		var se *startError
+		if errors.As(err, &se) && se.hint() != "" {
+			return failure("%v (%s)", err, se.hint())
+		}
+		return failure("%v", err)
 	}
 	defer cl.Close()
 	addrs := cl.ListenAddrs()

@@ -108,7 +108,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	r := &session{cli: c, cfg: cfg, opts: o, log: log, stopRun: func() { why.limit.Store(true); stopRun() }}
 	res, err := r.execute(runCtx)
 	if err != nil && !errors.Is(err, errStoppedPartitions) {
-		return failure("%v", err)
+		return failure("%v", explainRunError(ctx, o, cfg, err))
 	}
 	reason := "the end of --for"
 	switch {

@@ -1,0 +1,80 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/fencepost-dev/fencepost/internal/limits"
+	"github.com/fencepost-dev/fencepost/pipeline"
+)
+
+// zeroMeansSomething are the numeric keys where a written 0 is a value of
+// its own, documented as such, rather than the default in disguise.
+var zeroMeansSomething = map[string]bool{
+	"consumer.concurrency": true, // one per CPU
+}
+
+// checkZeros reports every number written as 0 that the pipeline would
+// replace by its default: "commit_interval: 0" reads as "commit at once"
+// and "retries: 0" as "no retries", but both would silently mean the
+// default. Leaving the key out says "the default"; writing 0 is refused.
+func (d *decoder) checkZeros(pc pipeline.Config) {
+	d.zeros("", reflect.ValueOf(pc), reflect.ValueOf(pc.WithDefaults()))
+}
+
+func (d *decoder) zeros(path string, v, def reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		idx, names := fields(v.Type())
+		for _, name := range names {
+			d.zeros(join(path, name), v.FieldByIndex(idx[name]), def.FieldByIndex(idx[name]))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() && !def.IsNil() {
+			d.zeros(path, v.Elem(), def.Elem())
+		}
+	case reflect.Int, reflect.Int64:
+		pos, written := d.keys[path]
+		if !written || d.empty[path] || v.Int() != 0 || def.Int() == 0 || zeroMeansSomething[path] || d.reported(path) {
+			return
+		}
+		hint := "leave the key out for the default, or write the value you mean"
+		if path == "dead_letter.retries" {
+			hint = "leave the key out for the default, or write -1 for no retries"
+		}
+		d.probs.add(pos, path, fmt.Sprintf("0 would mean the default, %v", def.Interface()), hint)
+	}
+}
+
+// checkTLS reads the files kafka.tls names, as run will: a missing or
+// unreadable file is reported here rather than when connecting.
+func (d *decoder) checkTLS(t *pipeline.TLS) {
+	if t == nil || (t.CertFile == "") != (t.KeyFile == "") {
+		return // nothing to read, or Validate reports the pair
+	}
+	ok := true
+	for _, f := range []struct{ key, path string }{
+		{"kafka.tls.ca_file", t.CAFile}, {"kafka.tls.cert_file", t.CertFile}, {"kafka.tls.key_file", t.KeyFile},
+	} {
+		if fi, err := os.Stat(f.path); f.path != "" && err == nil && (!fi.Mode().IsRegular() || fi.Size() > limits.MaxFileBytes) {
+			d.probs.add(d.keyPos(f.key), f.key, fmt.Sprintf("%s is not a regular file of at most %v", f.path, pipeline.ByteSize(limits.MaxFileBytes)),
+				"name a PEM file")
+			ok = false
+		}
+	}
+	if !ok {
+		return // not read: a device could be endless
+	}
+	_, err := t.Config()
+	if err == nil {
+		return
+	}
+	key, msg, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		key, msg = "kafka.tls", err.Error()
+	}
+	key, _, _ = strings.Cut(key, "/") // kafka.tls.cert_file/key_file
+	d.probs.add(d.keyPos(key), key, msg, "the file must exist, be readable by the processor, and hold PEM")
+}

@@ -1,0 +1,119 @@
+package builtin_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/builtin"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
+)
+
+// FuzzExprStages runs the expression stages (and the json stage) on
+// arbitrary record bytes. No panic escapes a record, every failure is
+// that record's error (a *stages.RecordErrors failing it, never the
+// batch's), and the json stage and the expressions agree on the value: a
+// value json refuses for a number is refused by map with the same error,
+// a value it accepts reaches map as JSON, one it refuses as invalid is
+// nil there.
+func FuzzExprStages(f *testing.F) {
+	for _, v := range []string{
+		`{"id":7,"status":"paid","amount":120.5,"items":[{"sku":"a","n":1}],"note":"x"}`,
+		`{"amount":1e400}`, `{"id":12345678901234567890}`, `{"id":1234567890123456789}`, `[1,2,{"a":null}]`,
+		`"text"`, `null`, `{"a":`, ``, "\xff\xfe", `{"k\"1e400":-0.0e-5}`, `  12  `, `{"a":{"b":{"c":[[[]]]}}}`,
+	} {
+		f.Add([]byte(v), []byte("user-1"), []byte("a"))
+	}
+	env := stagetest.Env(nil, &stagetest.Producer{})
+	js := mustBuild(f, "json", stages.Options{}, env)
+	jsReq := mustBuild(f, "json", stages.Options{"require": []string{"id", "amount"}}, env)
+	whole := mustBuild(f, "map", stages.Options{"value": `toJSON(json)`}, env)
+	exprs := []stages.Stage{
+		mustBuild(f, "filter", stages.Options{"if": `json?.status == "paid" && (json?.amount ?? 0) > 100`}, env),
+		mustBuild(f, "filter", stages.Options{"if": `len(value) > 3 && value matches "a+" || key startsWith "u"`}, env),
+		mustBuild(f, "filter", stages.Options{"if": `json.amount > 1`}, env), // fails where json or amount is missing
+		mustBuild(f, "map", stages.Options{"value": `{"id": json?.id, "k": key, "h": headers["h"], "v": upper(value), "t": timestamp}`,
+			"key": `key + string(offset)`, "headers": map[string]string{"n": `json?.items?.[0]?.n`}}, env),
+		mustBuild(f, "map", stages.Options{"value": `json.amount * 2`}, env),
+		mustBuild(f, "produce", stages.Options{"topic": "out", "value": `toJSON(json)`, "key": `json?.id`}, env),
+		mustBuild(f, "log", stages.Options{"format": "json"}, env),
+		js, jsReq,
+	}
+	f.Fuzz(func(t *testing.T, value, key, header []byte) {
+		r := stages.Record{Topic: "in", Partition: 2, Offset: 40, Value: value, Key: key,
+			Headers: []stages.Header{{Key: "h", Value: header}}}
+		for _, st := range exprs {
+			if _, err := processOne(st, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		verdict, err := processOne(js, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := processOne(whole, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ne *builtin.NumberError
+		switch {
+		case errors.As(verdict, &ne):
+			if out == nil || out.Error() != verdict.Error() {
+				t.Fatalf("json refused %q with %v; map: %v", value, verdict, out)
+			}
+		case out != nil:
+			t.Fatalf("json said %v about %q, map failed: %v", verdict, value, out)
+		}
+	})
+}
+
+// processOne runs st on r alone. It returns the record's own error (nil
+// if it passed) or, as the second value, what broke the contract: a
+// panic, a batch error, a failure of another record.
+func processOne(st stages.Stage, r stages.Record) (recErr error, broken error) {
+	defer func() {
+		if p := recover(); p != nil {
+			broken = errors.New("panic: " + strings.TrimSpace(stringOf(p)))
+		}
+	}()
+	out, err := st.Process(context.Background(), []stages.Record{r})
+	if err == nil {
+		for _, o := range out {
+			if o.Offset != r.Offset {
+				return nil, errors.New("output with another offset")
+			}
+		}
+		return nil, nil
+	}
+	var re *stages.RecordErrors
+	if !errors.As(err, &re) || len(re.Errs) != 1 || re.Errs[0] == nil || len(re.Out) != 0 {
+		return nil, errors.New("not a record error: " + err.Error())
+	}
+	if !stages.IsPermanent(re.Errs[0]) {
+		return nil, errors.New("a record error retrying cannot fix is not permanent: " + re.Errs[0].Error())
+	}
+	if strings.Contains(re.Errs[0].Error(), "\n") {
+		return nil, errors.New("a record error on more than one line: " + re.Errs[0].Error())
+	}
+	return re.Errs[0], nil
+}
+
+func stringOf(p any) string {
+	if e, ok := p.(error); ok {
+		return e.Error()
+	}
+	if s, ok := p.(string); ok {
+		return s
+	}
+	return "a value"
+}
+
+func mustBuild(f *testing.F, name string, opts stages.Options, env stages.Env) stages.Stage {
+	st, err := stagetest.Build(name, opts, env)
+	if err != nil {
+		f.Fatalf("build %s: %v", name, err)
+	}
+	return st
+}
