@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
@@ -60,4 +61,46 @@ func BenchmarkMap(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { benchStage(b, "map", c.opts) })
 	}
+}
+
+// shopBatch is 1000 shop events of ~190 bytes, one type in four a
+// purchase: the data of the comparison benchmark in bench/compare.
+func shopBatch() []stages.Record {
+	types := []string{"view", "cart", "purchase", "refund"}
+	in := make([]stages.Record, 1000)
+	for i := range in {
+		in[i] = rec(int64(i), "", fmt.Sprintf(`{"id":%d,"user":"u%d","type":"%s","amount":%d.5,"currency":"EUR",`+
+			`"items":[{"sku":"sku-%d","qty":%d}],"ts":"2026-12-01T03:%02d:00Z","session":"s-%08x"}`,
+			i, i%100, types[i%4], i%500, i%37, i%3+1, i%60, i*7919))
+	}
+	return in
+}
+
+// BenchmarkShopChain runs json (require) -> filter (one type in four) ->
+// map (key and a reshaped value) through the process step's chain, as the
+// pipeline does: ns/record is per input record.
+func BenchmarkShopChain(b *testing.B) {
+	build := func(name string, opts stages.Options) process.NamedStage {
+		st, err := stagetest.Build(name, opts, stagetest.Env(nil, nil))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return process.NamedStage{Name: name, Stage: st}
+	}
+	chain := process.Chain{Log: stagetest.Env(nil, nil).Log, Stages: []process.NamedStage{
+		build("json", stages.Options{"require": []string{"type", "user"}}),
+		build("filter", stages.Options{"if": `json.type == "purchase"`}),
+		build("map", stages.Options{"key": `json.user`, "value": `toJSON({"order": json.id, "user": json.user, "amount": json.amount})`}),
+	}}
+	in := shopBatch()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := chain.Run(ctx, in)
+		if err != nil || len(out) != len(in)/4 {
+			b.Fatalf("%d records out, %v; want %d", len(out), err, len(in)/4)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/record")
+	b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, _ = chain.Run(ctx, in) }))/float64(len(in)), "allocs/record")
 }

@@ -5,21 +5,35 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // marshalJSON is compact JSON without HTML escaping (a record value is
-// not HTML).
+// not HTML). The result is a fresh slice; the encoder and its buffer are
+// reused.
 func marshalJSON(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	m := marshalers.Get().(*marshaler)
+	defer marshalers.Put(m)
+	m.buf.Reset()
+	if err := m.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))), nil
 }
+
+type marshaler struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var marshalers = sync.Pool{New: func() any {
+	m := &marshaler{}
+	m.enc = json.NewEncoder(&m.buf)
+	m.enc.SetEscapeHTML(false)
+	return m
+}}
 
 // toBytes converts an expression's result to record bytes: a string to
 // its bytes, []byte as is, nil to nil (a null key, value or header), any
@@ -52,6 +66,20 @@ type transform struct {
 type headerProgram struct {
 	name string
 	prog *program
+}
+
+// programs returns the transform's expressions.
+func (t *transform) programs() []*program {
+	var ps []*program
+	for _, p := range []*program{t.key, t.value} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	for _, h := range t.headers {
+		ps = append(ps, h.prog)
+	}
+	return ps
 }
 
 // compileTransform compiles the key, value and headers options (each

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -75,6 +77,10 @@ type program struct {
 	label string // what error messages name: `if`, `value`, `headers["x"]`
 	prog  *vm.Program
 	uses  uses
+	// fields are the top-level fields of json the expression reads, if
+	// it reads json only that way; nil if it needs the whole value (see
+	// jsondoc.go). Meaningless without useJSON.
+	fields []string
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
@@ -111,7 +117,11 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 		}
 		return nil, &stages.OptionError{Option: option, Err: err}
 	}
-	return &program{label: label, prog: p, uses: u.u}, nil
+	prog := &program{label: label, prog: p, uses: u.u}
+	if fields, ok := jsonFields(p.Node()); ok && u.u&useAll != useAll { // $env: the whole value
+		prog.fields = fields
+	}
+	return prog, nil
 }
 
 // evaluator runs programs over records. It is not safe for concurrent
@@ -123,10 +133,23 @@ type evaluator struct {
 	env     map[string]any
 	headers map[string]string
 	uses    uses
+	fields  []string    // of json: nil for the whole value
+	cache   *memo.Cache // the chain call's, if any
 }
 
-func newEvaluator(u uses) *evaluator {
-	return &evaluator{uses: u, env: make(map[string]any, len(envTypes))}
+// newEvaluator returns an evaluator for programs; ctx is the Process
+// call's, whose memo (if any) the evaluator shares.
+func newEvaluator(ctx context.Context, programs ...*program) *evaluator {
+	e := &evaluator{env: make(map[string]any, len(envTypes)), cache: memo.From(ctx)}
+	var fields [][]string
+	for _, p := range programs {
+		e.uses |= p.uses
+		if p.uses&useJSON != 0 {
+			fields = append(fields, p.fields)
+		}
+	}
+	e.fields = mergeFields(fields)
+	return e
 }
 
 // load sets the variables the programs use to r's. Key, value and header
@@ -167,7 +190,7 @@ func (e *evaluator) load(r *stages.Record) error {
 		}
 	}
 	if u&useJSON != 0 {
-		v, _, err := parseJSON(r.Value)
+		v, err := docFor(e.cache, r.Value).value(r.Value, e.fields)
 		env[varJSON] = v
 		return err
 	}

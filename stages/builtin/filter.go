@@ -42,8 +42,8 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Process returns the records the condition holds for, sharing them with
 // in. A record whose evaluation fails is reported in a
 // *stages.RecordErrors.
-func (f *filter) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-	e := newEvaluator(f.cond.uses)
+func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	e := newEvaluator(ctx, f.cond)
 	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)

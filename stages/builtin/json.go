@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -46,10 +47,13 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 }
 
 // Process returns the valid records, shared with in; invalid ones are
-// reported in a *stages.RecordErrors.
-func (j *jsonStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+// reported in a *stages.RecordErrors. What it learns of each value is
+// kept in the chain's memo for the stages after it (see jsondoc.go).
+func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	cache := memo.From(ctx)
+	seen := make([]bool, len(j.require))
 	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
-		if err := j.check(r.Value); err != nil {
+		if err := j.check(docFor(cache, r.Value), r.Value, seen); err != nil {
 			return stages.Permanent(err)
 		}
 		emit(*r)
@@ -57,30 +61,30 @@ func (j *jsonStage) Process(_ context.Context, in []stages.Record) ([]stages.Rec
 	})
 }
 
-func (j *jsonStage) check(v []byte) error {
-	if !json.Valid(v) {
+// check returns why v, whose doc is d, does not pass; seen is scratch of
+// len(j.require).
+func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
+	switch {
+	case !d.valid:
 		return invalidJSON(v)
-	}
-	if _, err := scanNumbers(v); err != nil {
-		return err
-	}
-	if len(j.require) == 0 {
+	case d.numErr != nil:
+		return d.numErr
+	case len(j.require) == 0:
 		return nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(v, &obj); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("value is a JSON %s, not an object: required fields %s cannot be present", te.Value, strings.Join(j.require, ", "))
-		}
-		return invalidJSON(v)
-	}
-	if obj == nil {
+	case !d.object && firstByte(v) == 'n':
 		return fmt.Errorf("value is JSON null, not an object: required fields %s are missing", strings.Join(j.require, ", "))
+	case !d.object:
+		return fmt.Errorf("value is a JSON %s, not an object: required fields %s cannot be present", kindName(firstByte(v)), strings.Join(j.require, ", "))
 	}
+	clear(seen)
+	eachMember(v, func(name, _ []byte) {
+		if i := fieldIndex(j.require, name); i >= 0 {
+			seen[i] = true
+		}
+	})
 	var missing []string
-	for _, f := range j.require {
-		if _, ok := obj[f]; !ok {
+	for i, f := range j.require {
+		if !seen[i] {
 			missing = append(missing, f)
 		}
 	}
@@ -88,6 +92,19 @@ func (j *jsonStage) check(v []byte) error {
 		return fmt.Errorf("value lacks required field(s) %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// kindName names the JSON value starting with c as encoding/json does.
+func kindName(c byte) string {
+	switch c {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 func invalidJSON(v []byte) error {

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"context"
+	"slices"
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/stages"
@@ -35,12 +37,19 @@ func TestUsesDetection(t *testing.T) {
 
 func TestJSONParsedOnlyWhenUsed(t *testing.T) {
 	valid := stages.Record{Value: []byte(`{"a":1}`)}
-	e := newEvaluator(useValue)
+	compiled := func(src string) *program {
+		p, err := compile("value", "value", src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	e := newEvaluator(context.Background(), compiled(`value`))
 	e.env[varJSON] = "stale"
 	if err := e.load(&valid); err != nil || e.env[varJSON] != "stale" {
 		t.Errorf("json parsed though no expression uses it")
 	}
-	e = newEvaluator(useJSON)
+	e = newEvaluator(context.Background(), compiled(`json`))
 	if err := e.load(&valid); err != nil {
 		t.Fatal(err)
 	}
@@ -49,5 +58,38 @@ func TestJSONParsedOnlyWhenUsed(t *testing.T) {
 	}
 	if err := e.load(&stages.Record{Value: []byte(`{`)}); err != nil || e.env[varJSON] != nil {
 		t.Errorf("json = %#v for an invalid value, want nil", e.env[varJSON])
+	}
+}
+
+// TestJSONFields: an expression that reads json only through constant
+// top-level fields gets those fields (a projection); any other use needs
+// the whole value (nil).
+func TestJSONFields(t *testing.T) {
+	tests := []struct {
+		src    string
+		fields []string // nil: the whole value
+	}{
+		{`json.type == "purchase"`, []string{"type"}},
+		{`json?.status == "paid" && (json?.amount ?? 0) > 100`, []string{"status", "amount"}},
+		{`json["user"] + json.user`, []string{"user"}},
+		{`json.items[0].sku`, []string{"items"}},
+		{`map(json.items, #.sku)`, []string{"items"}},
+		{`toJSON({"order": json.id, "n": len(json.items)})`, []string{"id", "items"}},
+		{`json`, nil},
+		{`toJSON(json)`, nil},
+		{`"type" in json`, nil},
+		{`json[key]`, nil},
+		{`json.type == "x" && len(json) > 2`, nil},
+		{`$env.json.type`, nil},
+		{`keys(json)`, nil},
+	}
+	for _, tt := range tests {
+		p, err := compile("value", "value", tt.src, false)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if !slices.Equal(p.fields, tt.fields) || (p.fields == nil) != (tt.fields == nil) {
+			t.Errorf("%s: fields %q, want %q", tt.src, p.fields, tt.fields)
+		}
 	}
 }

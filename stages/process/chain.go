@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -91,6 +92,9 @@ func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted
 // a record whose Offset is not one of the input's counts as derived from
 // the first input record.
 func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Record, error) {
+	// The built-in stages share what they parse of a record's bytes
+	// within this call (internal/memo).
+	ctx = memo.With(ctx)
 	var stop *stages.StoppedError
 	in := records
 	for _, st := range c.Stages {

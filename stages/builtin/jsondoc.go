@@ -1,0 +1,280 @@
+package builtin
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr/ast"
+
+	"github.com/fencepost-dev/fencepost/internal/memo"
+)
+
+// A record value is read as JSON at most once per chain call, however
+// many stages read it: the first stage that needs it checks it (valid,
+// numbers holdable) and stores a *jsonDoc in the chain's memo; the next
+// stages find it there (see internal/memo). A stage that replaces a value
+// hands the next stages new bytes, which have no doc yet.
+//
+// Expressions that only read top-level fields with constant names
+// (json.type, json?.user, json["amount"], json.items[0]) get a projection:
+// a map of just those fields, decoded from the valid value without
+// decoding the rest. Member access on it gives exactly what it gives on
+// the full value (an absent field is absent in both; duplicates: the last
+// wins in both). Any other use of json (json itself, "x" in json, a
+// computed field name) gets the full value, parsed once and kept in the
+// doc.
+
+// jsonDoc is what is known about one value as JSON.
+type jsonDoc struct {
+	valid  bool  // the value is JSON text
+	object bool  // valid, and a JSON object
+	big    bool  // valid, with a whole number a float64 would round
+	numErr error // valid, with a number no int or float64 holds: *NumberError
+	full   any   // the whole value, once parsed (parsed says so)
+	parsed bool
+}
+
+// docFor returns the doc of v from cache, checking v first if cache has
+// none (a nil cache keeps nothing: the check is repeated per stage).
+func docFor(cache *memo.Cache, v []byte) *jsonDoc {
+	if x, ok := cache.Get(v); ok {
+		if d, ok := x.(*jsonDoc); ok {
+			return d
+		}
+	}
+	d := &jsonDoc{valid: json.Valid(v)}
+	if d.valid {
+		d.big, d.numErr = scanNumbers(v)
+		d.object = firstByte(v) == '{'
+	}
+	cache.Put(v, d)
+	return d
+}
+
+// value returns what the json variable holds for v: nil if v is not
+// JSON, the projection of fields if fields is not nil and v is an object,
+// else the full value. The error is the doc's *NumberError.
+func (d *jsonDoc) value(v []byte, fields []string) (any, error) {
+	switch {
+	case !d.valid:
+		return nil, nil
+	case d.numErr != nil:
+		return nil, d.numErr
+	case d.parsed || fields == nil || !d.object:
+		if !d.parsed {
+			d.full, d.parsed = decodeValid(v, d.big), true
+		}
+		return d.full, nil
+	}
+	m := make(map[string]any, len(fields))
+	eachMember(v, func(name, raw []byte) {
+		if i := fieldIndex(fields, name); i >= 0 {
+			m[fields[i]] = decodeValid(raw, d.big)
+		}
+	})
+	return m, nil
+}
+
+// decodeValid decodes valid JSON whose numbers are all holdable; big
+// says it may hold whole numbers beyond 2^53, which then become ints.
+func decodeValid(v []byte, big bool) any {
+	switch c := v[0]; {
+	case c == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+		// No escapes, nothing to replace: the text between the quotes.
+		return string(v[1 : len(v)-1])
+	case c == 't':
+		return true
+	case c == 'f':
+		return false
+	case c == 'n':
+		return nil
+	case c == '-' || c >= '0' && c <= '9':
+		if big {
+			n, _ := jsonNumber(bytesString(v)) // holdable: checked
+			return n
+		}
+		f, _ := strconv.ParseFloat(bytesString(v), 64) // as encoding/json does
+		return f
+	}
+	var x any
+	if !big {
+		_ = json.Unmarshal(v, &x) // valid, numbers holdable: no error
+		return x
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	_ = dec.Decode(&x)
+	x, _ = convertNumbers(x) // every number holdable: no error
+	return x
+}
+
+// fieldIndex returns the index in fields of the member name (a JSON
+// string token, quotes included), or -1.
+func fieldIndex(fields []string, name []byte) int {
+	inner := name[1 : len(name)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !isASCII(inner) {
+		// Escapes, or bytes encoding/json may replace (invalid UTF-8):
+		// compare what the decoder makes of the name.
+		var s string
+		if json.Unmarshal(name, &s) != nil {
+			return -1
+		}
+		return slices.Index(fields, s)
+	}
+	for i, f := range fields {
+		if f == bytesString(inner) {
+			return i
+		}
+	}
+	return -1
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// eachMember calls fn with the name (a string token, quotes included) and
+// the raw value of every member of obj, a valid JSON object, in order.
+func eachMember(obj []byte, fn func(name, raw []byte)) {
+	i := skipSpace(obj, 0) + 1 // past '{'
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return
+		}
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		end := skipString(obj, i)
+		name := obj[i:end]
+		i = skipSpace(obj, end) + 1 // past ':'
+		i = skipSpace(obj, i)
+		vend := skipValue(obj, i)
+		fn(name, obj[i:vend])
+		i = vend
+	}
+}
+
+func firstByte(v []byte) byte {
+	if i := skipSpace(v, 0); i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+func skipSpace(v []byte, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index past the string token starting at v[i]
+// (a quote), in valid JSON.
+func skipString(v []byte, i int) int {
+	for i++; i < len(v); i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(v)
+}
+
+// skipValue returns the index past the value starting at v[i], in valid
+// JSON.
+func skipValue(v []byte, i int) int {
+	switch v[i] {
+	case '"':
+		return skipString(v, i)
+	case '{', '[':
+		depth := 0
+		for i < len(v) {
+			switch v[i] {
+			case '"':
+				i = skipString(v, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(v)
+	}
+	for ; i < len(v); i++ { // a number or a literal: up to a delimiter
+		switch v[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// jsonFields returns the top-level fields the expression reads from
+// json, or nil if it uses json otherwise too (then it needs the full
+// value); ok is false if it does not read json at all.
+func jsonFields(root ast.Node) (fields []string, ok bool) {
+	f := &fieldUse{}
+	ast.Walk(&root, f)
+	if f.idents == 0 {
+		return nil, false
+	}
+	if f.idents != len(f.fields) {
+		return nil, true
+	}
+	return mergeFields([][]string{f.fields}), true
+}
+
+// fieldUse counts the json identifiers of a tree and collects the
+// constant fields read directly from them.
+type fieldUse struct {
+	idents int      // json identifiers
+	fields []string // one per json identifier that is the object of a constant member access
+}
+
+func (f *fieldUse) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == varJSON {
+			f.idents++
+		}
+	case *ast.MemberNode:
+		id, isIdent := x.Node.(*ast.IdentifierNode)
+		prop, isConst := x.Property.(*ast.StringNode)
+		if isIdent && isConst && id.Value == varJSON && !x.Method {
+			f.fields = append(f.fields, prop.Value)
+		}
+	}
+}
+
+// mergeFields combines what several expressions read from json: nil
+// (the full value) if any needs it, else the union of their fields.
+func mergeFields(all [][]string) []string {
+	var out []string
+	for _, fs := range all {
+		if fs == nil {
+			return nil
+		}
+		for _, f := range fs {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
