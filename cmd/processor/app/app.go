@@ -49,7 +49,8 @@ const (
 // returns once the command is done: every goroutine it started has
 // ended.
 func Main(args []string) int {
-	return execute(context.Background(), args, &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default, exit: os.Exit})
+	return execute(context.Background(), args, &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, registry: stages.Default,
+		exit: os.Exit, ownsProcess: true})
 }
 
 // cli is what the commands share: where they read and write, which
@@ -60,6 +61,10 @@ type cli struct {
 	stdout, stderr io.Writer
 	registry       *stages.Registry
 	exit           func(code int)
+	// ownsProcess: the cli is the process's main (not a test calling it
+	// in process), so run may set process-wide settings: the memory
+	// limit (memlimit.go).
+	ownsProcess bool
 }
 
 // failed is a command's failure, already reported to the user.

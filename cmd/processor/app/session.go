@@ -71,6 +71,9 @@ func (r *session) execute(ctx context.Context) (result, error) {
 		pc.Kafka.Brokers = cl.ListenAddrs()
 		r.log.Info("embedded broker started", zap.Strings("bootstrap", pc.Kafka.Brokers), zap.Strings("topics", cfg.EmbeddedTopics()))
 	}
+	if r.cli.ownsProcess {
+		setMemoryLimit(pc.WithDefaults().Consumer.BufferBytes, cfg.Embedded != nil, r.log)
+	}
 	adm, err := newAdmin(pc.Kafka)
 	if err != nil {
 		return result{}, err

@@ -1,0 +1,32 @@
+package app
+
+import (
+	"os"
+	"runtime/debug"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/pipeline"
+)
+
+// memoryHeadroom is what the process needs beyond consumer.buffer_bytes:
+// fetch responses in flight, the stages' working memory (parsed JSON,
+// producer batches), the runtime and the binary.
+const memoryHeadroom = 64 * pipeline.MiB
+
+// setMemoryLimit gives the Go runtime a soft memory limit of buffer_bytes
+// plus memoryHeadroom, so the garbage collector works harder as the
+// process nears it instead of letting the heap grow to twice what is
+// live: the buffered records are most of what is live, and buffer_bytes
+// is what users size the process by. A GOMEMLIMIT in the environment
+// wins; with the embedded broker, whose data lives in the process, no
+// limit is set. It returns the limit set, or 0.
+func setMemoryLimit(bufferBytes pipeline.ByteSize, embedded bool, log *zap.Logger) int64 {
+	if embedded || os.Getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := int64(bufferBytes + memoryHeadroom)
+	debug.SetMemoryLimit(limit)
+	log.Debug("soft memory limit set (GOMEMLIMIT overrides)", zap.Int64("bytes", limit))
+	return limit
+}
