@@ -543,15 +543,21 @@ func (m *rpModel) startUnit(t *rapid.T) bool {
 		return false
 	}
 	recordPathSteps.Add(1)
-	b := u.Batch()
-	seq := m.handedSeq[b]
+	bs := u.Batches()
+	b := bs[0]
+	seq, lastSeq := m.handedSeq[b], m.handedSeq[bs[len(bs)-1]]
+	for _, other := range bs {
+		if other.Partition() != b.Partition() {
+			t.Fatalf("(b) a unit holds batches of %s and %s", b.Partition(), other.Partition())
+		}
+	}
 	recs := u.Records()
 	if !slices.IsSortedFunc(recs, func(a, b stages.Record) int { return int(a.Offset - b.Offset) }) {
 		t.Fatalf("(b) unit of %s holds records out of offset order", b.Partition())
 	}
 	mine := m.keysOf(u)
 	for _, r := range m.running {
-		if r.u.Batch().Partition() != b.Partition() {
+		if r.u.Batches()[0].Partition() != b.Partition() {
 			continue
 		}
 		for _, k := range m.keysOf(r.u) {
@@ -565,7 +571,7 @@ func (m *rpModel) startUnit(t *rapid.T) bool {
 		if last := m.lastStart[kr]; seq < last {
 			t.Fatalf("(b) %s key %q: a unit of batch #%d started after one of batch #%d", b.Partition(), k, seq, last)
 		}
-		m.lastStart[kr] = seq
+		m.lastStart[kr] = lastSeq
 	}
 	m.running = append(m.running, &rpUnit{u: u})
 	return true

@@ -182,16 +182,18 @@ func TestKeyOrder(t *testing.T) {
 // TestFenceDropsQueued: a fence drops the batches still queued, the one
 // running finishes, and every batch is reported exactly once.
 func TestFenceDropsQueued(t *testing.T) {
-	release := make(chan struct{})
+	release, started := make(chan struct{}), make(chan struct{}, 10)
 	stage := stages.StageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+		started <- struct{}{}
 		<-release
 		return in, nil
 	})
 	h := run(t, Config{Chain: Chain{Stages: []NamedStage{{Name: "s", Stage: stage}}}, Concurrency: 1})
 	running := batch(p0, 3, 0, 5, sameKey)
 	queued := []*fetch.Batch{batch(p0, 3, 5, 10, sameKey), batch(p0, 3, 10, 15, sameKey)}
-	h.in <- Message{Batches: append([]*fetch.Batch{running}, queued...)}
-	time.Sleep(20 * time.Millisecond) // the first batch is running
+	h.in <- Message{Batches: []*fetch.Batch{running}}
+	<-started // the first batch runs; the next ones queue behind it
+	h.in <- Message{Batches: queued}
 	h.in <- Message{Fences: []Fence{{Partition: p0, Epoch: 3}}}
 	late := batch(p0, 3, 15, 20, sameKey) // of the fenced epoch
 	next := batch(p0, 4, 20, 25, sameKey) // of a new epoch

@@ -55,7 +55,7 @@ type queueKey struct {
 
 type queue struct {
 	key    queueKey
-	units  []*Unit
+	pieces []piece // waiting, in offset order
 	busy   bool
 	queued bool // in the ready list
 }
@@ -71,20 +71,52 @@ type job struct {
 	aborted    bool
 }
 
-// Unit is a piece of a batch to run through the chain: the whole batch,
-// or with key ordering the batch's records of one key group. Its records
-// are in offset order and read-only.
-type Unit struct {
+// piece is a batch's records for one queue: the whole batch, or with key
+// ordering its records of one key group.
+type piece struct {
 	job     *job
+	records []stages.Record
+}
+
+// span is the source offsets the piece covers: its records', or the
+// batch's span for a piece without records.
+func (p piece) span() (start, end int64) {
+	if n := len(p.records); n > 0 {
+		return p.records[0].Offset, p.records[n-1].Offset + 1
+	}
+	sp := p.job.batch.Span()
+	return sp.Start, sp.End
+}
+
+// Unit is work to run through the chain: the pieces waiting in one queue
+// when it was handed out, run together (at most MaxUnitRecords records,
+// or a single larger piece). Under load a partition's batches queue up,
+// and running them in one chain call costs a stage one call, one
+// produce request, instead of one per fetched batch; when nothing waits a
+// unit is one batch and nothing is held back to grow it. Its records are
+// of one partition (with key ordering, one key group), in offset order,
+// and read-only.
+type Unit struct {
+	pieces  []piece
 	records []stages.Record
 	queue   *queue
 }
 
+// MaxUnitRecords is the most records of queued batches the scheduler
+// puts in one unit.
+const MaxUnitRecords = 4096
+
 // Records returns the unit's records.
 func (u *Unit) Records() []stages.Record { return u.records }
 
-// Batch returns the batch the unit is a piece of.
-func (u *Unit) Batch() *fetch.Batch { return u.job.batch }
+// Batches returns the batches the unit holds records of, in offset order.
+func (u *Unit) Batches() []*fetch.Batch {
+	bs := make([]*fetch.Batch, len(u.pieces))
+	for i, p := range u.pieces {
+		bs[i] = p.job.batch
+	}
+	return bs
+}
 
 // partitionState is the scheduler's view of one partition: fenced epochs
 // and a stop.
@@ -117,7 +149,7 @@ func (s *Scheduler) accept(b *fetch.Batch) {
 	recs := b.Records()
 	if !s.keyOrdering || len(recs) == 0 {
 		j.pending = 1
-		s.enqueue(&Unit{job: j, records: recs, queue: s.queueFor(queueKey{tp: b.Partition()})})
+		s.enqueue(s.queueFor(queueKey{tp: b.Partition()}), piece{job: j, records: recs})
 		return
 	}
 	var split map[uint32][]stages.Record
@@ -134,7 +166,7 @@ func (s *Scheduler) accept(b *fetch.Batch) {
 	}
 	j.pending = len(order)
 	for _, g := range order {
-		s.enqueue(&Unit{job: j, records: split[g], queue: s.queueFor(queueKey{tp: b.Partition(), keyGroup: g})})
+		s.enqueue(s.queueFor(queueKey{tp: b.Partition(), keyGroup: g}), piece{job: j, records: split[g]})
 	}
 }
 
@@ -158,15 +190,11 @@ func (s *Scheduler) Next() (*Unit, bool) {
 		s.ready[0] = nil
 		s.ready = s.ready[1:]
 		q.queued = false
-		if q.busy || len(q.units) == 0 {
+		if q.busy {
 			continue
 		}
-		u := q.units[0]
-		q.units[0] = nil
-		q.units = q.units[1:]
-		if s.dead(u.job.batch) {
-			// fenced or stopped while queued
-			s.drop(u)
+		u := s.take(q)
+		if u == nil {
 			s.requeue(q)
 			continue
 		}
@@ -177,31 +205,85 @@ func (s *Scheduler) Next() (*Unit, bool) {
 	return nil, false
 }
 
+// take makes a unit of q's waiting pieces, dropping those of batches
+// fenced or stopped while they waited; nil if none is left.
+func (s *Scheduler) take(q *queue) *Unit {
+	u := &Unit{queue: q}
+	n := 0
+	var prevEnd int64
+	for len(q.pieces) > 0 {
+		p := q.pieces[0]
+		if k := len(u.pieces); k > 0 {
+			// Only what continues the unit: the same epoch, later
+			// offsets (after a seek the next batch may start lower),
+			// within the size.
+			start, _ := p.span()
+			if n+len(p.records) > MaxUnitRecords || p.job.batch.Epoch() != u.pieces[0].job.batch.Epoch() || start < prevEnd {
+				break
+			}
+		}
+		q.pieces[0] = piece{}
+		q.pieces = q.pieces[1:]
+		if s.dead(p.job.batch) {
+			s.drop(p)
+			continue
+		}
+		u.pieces = append(u.pieces, p)
+		n += len(p.records)
+		_, prevEnd = p.span()
+	}
+	switch len(u.pieces) {
+	case 0:
+		return nil
+	case 1:
+		u.records = u.pieces[0].records
+	default:
+		u.records = make([]stages.Record, 0, n)
+		for _, p := range u.pieces {
+			u.records = append(u.records, p.records...)
+		}
+	}
+	return u
+}
+
 // Finish takes the result of a unit Next handed out: nil when every
 // record finished every stage, a *stages.StoppedError when the partition must
 // stop (its records below StoppedError.Offset finished), any other error
 // when processing was aborted (nothing of the unit counts as finished).
 func (s *Scheduler) Finish(u *Unit, err error) {
 	s.active--
-	q, j := u.queue, u.job
+	q := u.queue
 	q.busy = false
 	var stop *stages.StoppedError
-	switch {
-	case err == nil:
-	case errors.As(err, &stop):
-		off := stop.Offset
-		j.unfinished = min(j.unfinished, off)
-		if off < j.errAt {
-			j.err, j.errAt = err, off
+	isStop := errors.As(err, &stop)
+	stopGiven := false
+	for _, p := range u.pieces {
+		j := p.job
+		switch {
+		case err == nil:
+		case isStop:
+			// Records below the stop finished; the first piece that did
+			// not finish carries the error, later ones finished nothing.
+			off := stop.Offset
+			if start, end := p.span(); end > off {
+				at := max(start, off)
+				j.unfinished = min(j.unfinished, at)
+				if !stopGiven && at < j.errAt {
+					j.err, j.errAt = err, at
+				}
+				stopGiven = true
+			}
+			st := s.state(j.batch.Partition())
+			st.isStop, st.stopped = true, max(st.stopped, j.batch.Epoch())
+		default:
+			j.aborted = true
 		}
-		st := s.state(j.batch.Partition())
-		st.isStop, st.stopped = true, max(st.stopped, j.batch.Epoch())
-		s.dropQueued(j.batch.Partition())
-	default:
-		j.aborted = true
+		if j.pending--; j.pending == 0 {
+			s.complete(j)
+		}
 	}
-	if j.pending--; j.pending == 0 {
-		s.complete(j)
+	if isStop {
+		s.dropQueued(u.pieces[0].job.batch.Partition())
 	}
 	s.requeue(q)
 }
@@ -243,9 +325,8 @@ func (s *Scheduler) queueFor(k queueKey) *queue {
 	return q
 }
 
-func (s *Scheduler) enqueue(u *Unit) {
-	q := u.queue
-	q.units = append(q.units, u)
+func (s *Scheduler) enqueue(q *queue, p piece) {
+	q.pieces = append(q.pieces, p)
 	if !q.busy && !q.queued {
 		q.queued = true
 		s.ready = append(s.ready, q)
@@ -255,7 +336,7 @@ func (s *Scheduler) enqueue(u *Unit) {
 // requeue puts q back in the ready list if it has work, or forgets it.
 func (s *Scheduler) requeue(q *queue) {
 	switch {
-	case len(q.units) > 0:
+	case len(q.pieces) > 0:
 		if !q.busy && !q.queued {
 			q.queued = true
 			s.ready = append(s.ready, q)
@@ -265,14 +346,11 @@ func (s *Scheduler) requeue(q *queue) {
 	}
 }
 
-// drop gives up a unit that did not run: none of its records finished.
-func (s *Scheduler) drop(u *Unit) {
-	j := u.job
-	if len(u.records) > 0 {
-		j.unfinished = min(j.unfinished, u.records[0].Offset)
-	} else {
-		j.unfinished = min(j.unfinished, j.batch.Span().Start)
-	}
+// drop gives up a piece that did not run: none of its records finished.
+func (s *Scheduler) drop(p piece) {
+	j := p.job
+	start, _ := p.span()
+	j.unfinished = min(j.unfinished, start)
 	if j.pending--; j.pending == 0 {
 		s.complete(j)
 	}
@@ -290,17 +368,17 @@ func (s *Scheduler) dropQueued(tp offsetstore.TopicPartition) {
 	slices.SortFunc(keys, func(a, b queueKey) int { return cmp.Compare(a.keyGroup, b.keyGroup) })
 	for _, k := range keys {
 		q := s.queues[k]
-		keep := q.units[:0]
-		for _, u := range q.units {
-			if s.dead(u.job.batch) {
-				s.drop(u)
+		keep := q.pieces[:0]
+		for _, p := range q.pieces {
+			if s.dead(p.job.batch) {
+				s.drop(p)
 				continue
 			}
-			keep = append(keep, u)
+			keep = append(keep, p)
 		}
-		clear(q.units[len(keep):])
-		q.units = keep
-		if len(q.units) == 0 && !q.busy && !q.queued {
+		clear(q.pieces[len(keep):])
+		q.pieces = keep
+		if len(q.pieces) == 0 && !q.busy && !q.queued {
 			delete(s.queues, k)
 		}
 	}
