@@ -208,3 +208,15 @@ func ReadAll(ctx context.Context, addrs []string, topic string, timeout time.Dur
 	}
 	return nil
 }
+
+// DeleteTopics deletes topics (the broker then frees their records).
+func (a *Admin) DeleteTopics(ctx context.Context, topics ...string) error {
+	resp, err := a.adm.DeleteTopics(ctx, topics...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("delete topics %v: %w", topics, err)
+	}
+	return nil
+}
