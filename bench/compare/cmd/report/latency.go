@@ -16,21 +16,22 @@ import (
 func (s *suite) latencyVariants() []report.LatencyVariant {
 	return []report.LatencyVariant{
 		{Variant: pipebench.Variant{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
-			Settings: "none set"},
+			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "fencepost, low latency", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-latency.yaml")},
-			Settings: "see fencepost-latency.yaml"},
+			Settings: "`concurrency: 8`, `ordering: key`"},
 		{Variant: pipebench.Variant{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
-			Settings: "none set"},
+			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "Benthos, low latency", Engine: pipebench.Benthos, Config: s.configPath("benthos-latency.yaml")},
-			Settings: "see benthos-latency.yaml"},
+			Settings: "output `max_in_flight: 64`"},
 	}
 }
 
+// latency runs the latency benchmark at half the best throughput (or
+// -latency-rate) and at -latency-low-rate.
 func (s *suite) latency(ctx context.Context, env pipebench.Env, adm *kafkaio.Admin) error {
 	o := s.opts
-	l := &report.Latency{Rate: o.latencyRate, For: o.latencyFor, Warmup: o.latencyWarmup, Variants: s.latencyVariants()}
-	l.RateFrom = "set with -latency-rate"
-	if l.Rate == 0 {
+	main := &report.Latency{Rate: o.latencyRate, RateFrom: "set with -latency-rate"}
+	if main.Rate == 0 {
 		best := 0.0
 		if s.rep.Pipeline != nil {
 			for _, v := range s.rep.Pipeline.Variants {
@@ -40,51 +41,64 @@ func (s *suite) latency(ctx context.Context, env pipebench.Env, adm *kafkaio.Adm
 		if best == 0 {
 			return errNoRate
 		}
-		l.Rate = int(best / 2)
-		l.RateFrom = fmt.Sprintf("half the best median throughput of the pipeline benchmark (%.0f records/s)", best)
+		main.Rate = int(best / 2)
+		main.RateFrom = fmt.Sprintf("half the best median throughput of the pipeline benchmark above (%.0f records/s)", best)
 	}
-	s.rep.Latency = l
-	cfg := latency.Config{Brokers: env.Brokers, Rate: l.Rate, For: l.For, Warmup: l.Warmup, Drain: 10 * time.Second}
-	parts := o.partitions
-	for run := 1; run <= o.runs; run++ {
-		// The floor: the same producer and consumer with no pipeline
-		// between them, what the method itself adds.
-		if run == 1 {
-			end := s.prog.step("latency: the floor (producer to consumer, no pipeline)", s.latencyWeight())
-			topic := "lat-floor"
-			err := adm.CreateTopic(ctx, topic, parts)
-			var res latency.Result
-			if err == nil {
-				c := cfg
-				c.Input, c.Watch, c.All = topic, topic, true
-				res, err = latency.Run(ctx, c)
-			}
-			end()
-			if err != nil {
-				return fmt.Errorf("latency floor: %w", err)
-			}
-			l.Floor = append(l.Floor, res)
-			s.logLatency("floor", run, res, 0)
-			_ = adm.DeleteTopics(ctx, topic)
-		}
-		for i := range l.Variants {
-			v := &l.Variants[i]
-			end := s.prog.step(fmt.Sprintf("latency: %s at %d events/s, run %d of %d", v.Name, l.Rate, run, o.runs), s.latencyWeight())
-			r, err := s.latencyRun(ctx, env, adm, v.Variant, cfg, fmt.Sprintf("lat-%s-r%d", slug(v.Name), run))
-			end()
-			if err != nil {
-				return fmt.Errorf("latency %s, run %d: %w", v.Name, run, err)
-			}
-			v.Runs = append(v.Runs, r)
-			s.logLatency(v.Name, run, r.Result, r.CPU.Seconds()/r.Took.Seconds())
+	ls := []*report.Latency{main}
+	if o.latencyLow > 0 {
+		ls = append(ls, &report.Latency{Rate: o.latencyLow, RateFrom: "a moderate rate, set with -latency-low-rate"})
+	}
+	for _, l := range ls {
+		l.For, l.Warmup, l.Variants = o.latencyFor, o.latencyWarmup, s.latencyVariants()
+		s.rep.Latency = append(s.rep.Latency, l)
+		if err := s.latencyAt(ctx, env, adm, l); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func (s *suite) logLatency(name string, run int, r latency.Result, cores float64) {
-	s.prog.logf("latency  %-22s run %d: p50 %7.2f ms  p99 %7.2f ms  max %8.2f ms  %d of %d timed records at %.0f events/s, %.2f cores",
-		name, run, ms(r.P50), ms(r.P99), ms(r.Max), r.Samples, r.Expected, r.Rate, cores)
+// latencyAt measures the floor once, then every variant -runs times.
+func (s *suite) latencyAt(ctx context.Context, env pipebench.Env, adm *kafkaio.Admin, l *report.Latency) error {
+	o := s.opts
+	cfg := latency.Config{Brokers: env.Brokers, Rate: l.Rate, For: l.For, Warmup: l.Warmup, Drain: 10 * time.Second}
+	// The floor: the same producer and consumer with no pipeline between
+	// them, what the method itself adds.
+	end := s.prog.step(fmt.Sprintf("latency: the floor at %d events/s (no pipeline)", l.Rate), s.latencyWeight())
+	topic := fmt.Sprintf("lat-floor-%d", l.Rate)
+	err := adm.CreateTopic(ctx, topic, o.partitions)
+	var res latency.Result
+	if err == nil {
+		c := cfg
+		c.Input, c.Watch, c.All = topic, topic, true
+		res, err = latency.Run(ctx, c)
+	}
+	end()
+	if err != nil {
+		return fmt.Errorf("latency floor: %w", err)
+	}
+	l.Floor = append(l.Floor, res)
+	s.logLatency("floor", l.Rate, 1, res, 0)
+	_ = adm.DeleteTopics(ctx, topic)
+	for run := 1; run <= o.runs; run++ {
+		for i := range l.Variants {
+			v := &l.Variants[i]
+			end := s.prog.step(fmt.Sprintf("latency: %s at %d events/s, run %d of %d", v.Name, l.Rate, run, o.runs), s.latencyWeight())
+			r, err := s.latencyRun(ctx, env, adm, v.Variant, cfg, fmt.Sprintf("lat%d-%s-r%d", l.Rate, slug(v.Name), run))
+			end()
+			if err != nil {
+				return fmt.Errorf("latency %s at %d events/s, run %d: %w", v.Name, l.Rate, run, err)
+			}
+			v.Runs = append(v.Runs, r)
+			s.logLatency(v.Name, l.Rate, run, r.Result, r.CPU.Seconds()/r.Took.Seconds())
+		}
+	}
+	return nil
+}
+
+func (s *suite) logLatency(name string, rate, run int, r latency.Result, cores float64) {
+	s.prog.logf("latency  %-22s %6d/s run %d: p50 %8.2f ms  p99 %8.2f ms  max %8.2f ms  %d of %d timed records, %.0f events/s, %.2f cores",
+		name, rate, run, ms(r.P50), ms(r.P99), ms(r.Max), r.Samples, r.Expected, r.Rate, cores)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

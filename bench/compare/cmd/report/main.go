@@ -38,6 +38,7 @@ type options struct {
 	latencyFor    time.Duration
 	latencyWarmup time.Duration
 	latencyRate   int
+	latencyLow    int
 	only          string
 	out           string
 	keep          bool
@@ -59,9 +60,10 @@ func run(args []string) int {
 	fs.Int64Var(&o.records, "records", 1_000_000, "shop events in the pipeline benchmark's input topic")
 	fs.IntVar(&o.scaleRecords, "scale-records", 1_000_000, "records per topic in the consumption benchmarks")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of the pipeline benchmark's topics")
-	fs.DurationVar(&o.latencyFor, "latency-for", 12*time.Second, "how long each latency run produces")
+	fs.DurationVar(&o.latencyFor, "latency-for", 10*time.Second, "how long each latency run produces")
 	fs.DurationVar(&o.latencyWarmup, "latency-warmup", 2*time.Second, "the first part of a latency run that is not timed")
-	fs.IntVar(&o.latencyRate, "latency-rate", 0, "events/s of the latency runs; 0: half the best median throughput of the pipeline phase")
+	fs.IntVar(&o.latencyRate, "latency-rate", 0, "events/s of the main latency runs; 0: half the best median throughput of the pipeline phase")
+	fs.IntVar(&o.latencyLow, "latency-low-rate", 5000, "events/s of a second set of latency runs, at a moderate rate; 0: none")
 	fs.StringVar(&o.only, "only", strings.Join(allPhases, ","), "comma-separated phases to run: "+strings.Join(allPhases, ", "))
 	fs.StringVar(&o.out, "out", "", "directory for the report and charts (default: bench/results of the repository)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, configs, every process's log)")

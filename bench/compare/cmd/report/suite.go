@@ -87,7 +87,11 @@ func (s *suite) estimate() int {
 		n += o.runs * s.pipelineWeight(pipebench.Benthos) * 2
 	}
 	if s.phases["latency"] {
-		n += (1 + 4*o.runs) * s.latencyWeight()
+		rates := 1
+		if o.latencyLow > 0 {
+			rates++
+		}
+		n += rates * (1 + 4*o.runs) * s.latencyWeight()
 	}
 	for _, p := range []string{"raw", "partitions", "brokers3"} {
 		if s.phases[p] {

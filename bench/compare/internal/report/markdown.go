@@ -25,8 +25,8 @@ func Write(dir string, r *Report) (string, error) {
 			return "", err
 		}
 	}
-	if r.Latency != nil {
-		if err := w.latency(r.Latency); err != nil {
+	for i, l := range r.Latency {
+		if err := w.latency(l, i); err != nil {
 			return "", err
 		}
 	}
@@ -226,7 +226,7 @@ func expectedOf(p *Pipeline) int {
 	return 0
 }
 
-func (w *writer) latency(l *Latency) error {
+func (w *writer) latency(l *Latency, i int) error {
 	w.p("## End-to-end latency at %d events/s", l.Rate)
 	w.p("The rate is %s. A producer in the report's process (franz-go kgo, no linger, uncompressed) writes events at that rate "+
 		"in steps of about a millisecond, each stamped with the time just before its Produce call (`ts`, Unix microseconds, "+
@@ -259,7 +259,11 @@ func (w *writer) latency(l *Latency) error {
 	w.table([]string{"variant", "settings", "p50", "p99", "max", "timed records received (worst run)", "events/s produced", "pipeline CPU (cores)"}, rows)
 	w.p("Percentiles by nearest rank over every timed record of a run, then the median over runs. Pipeline CPU: the child's " +
 		"CPU seconds per second of the measurement.")
-	return w.chart("latency", "end-to-end latency percentiles per variant", func(path string) error {
+	name := "latency"
+	if i > 0 {
+		name = fmt.Sprintf("latency-%d", l.Rate)
+	}
+	return w.chart(name, "end-to-end latency percentiles per variant", func(path string) error {
 		return rangeChart(path, fmt.Sprintf("End-to-end latency at %d events/s", l.Rate), names, p50, p99, pmax)
 	})
 }

@@ -22,7 +22,7 @@ type Report struct {
 	Machine Machine
 
 	Pipeline   *Pipeline
-	Latency    *Latency
+	Latency    []*Latency // one per input rate
 	Raw        *Consume   // 4 partitions, one broker, every client
 	Partitions *Consume   // 4, 64 and 512 partitions, fencepost and kgo
 	Brokers3   []*Consume // 64 partitions over three brokers, per record size
