@@ -72,7 +72,8 @@ func (p *progress) doneUnits() int {
 	return p.done
 }
 
-func (p *progress) set(n int) { _ = p.bar.Set(n) }
+// set moves the bar to n units, short of the end: only finish ends it.
+func (p *progress) set(n int) { _ = p.bar.Set(min(n, p.bar.GetMax()-1)) }
 
 // logf prints a line above the bar.
 func (p *progress) logf(format string, args ...any) {

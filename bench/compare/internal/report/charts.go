@@ -27,6 +27,7 @@ func barChart(path, title, unit string, categories []string, ss []series, scale 
 	p.Y.Label.Text = unit
 	p.Legend.Top = true
 	w := vg.Points(min(40, 240/float64(len(categories)*len(ss))))
+	top := 0.0
 	for i, s := range ss {
 		vs := make(plotter.Values, len(s.values))
 		for j, v := range s.values {
@@ -34,6 +35,7 @@ func barChart(path, title, unit string, categories []string, ss []series, scale 
 				v = 0
 			}
 			vs[j] = v / scale
+			top = max(top, vs[j])
 		}
 		bars, err := plotter.NewBarChart(vs, w)
 		if err != nil {
@@ -45,7 +47,7 @@ func barChart(path, title, unit string, categories []string, ss []series, scale 
 		p.Add(bars)
 		p.Legend.Add(s.name, bars)
 	}
-	p.Y.Min = 0
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
 	p.Add(plotter.NewGrid())
 	p.NominalX(categories...)
 	return p.Save(vg.Length(max(6, 1.6*float64(len(categories))))*vg.Inch, 4*vg.Inch, path)
@@ -71,6 +73,10 @@ func rangeChart(path, title string, categories []string, p50, p99, pmax []float6
 		return fmt.Errorf("chart %s: no positive latency", path)
 	}
 	clamp := func(v float64) float64 { return max(v, floor/2) } // a log axis has no zero
+	top := 0.0
+	for _, v := range pmax {
+		top = max(top, v)
+	}
 	for i := range categories {
 		x := float64(i)
 		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: clamp(p50[i])}, {X: x, Y: clamp(pmax[i])}})
@@ -108,6 +114,7 @@ func rangeChart(path, title string, categories []string, p50, p99, pmax []float6
 	p.Add(plotter.NewGrid())
 	p.NominalX(categories...)
 	p.X.Min, p.X.Max = -0.5, float64(len(categories))-0.5
+	p.Y.Min, p.Y.Max = floor/2, top*4 // room for the legend
 	return p.Save(vg.Length(max(6, 1.6*float64(len(categories))))*vg.Inch, 4*vg.Inch, path)
 }
 
@@ -127,11 +134,13 @@ func lineChart(path, title, unit string, xs []float64, ss []series, scale float6
 	p.X.Min, p.X.Max = xs[0]/1.5, xs[len(xs)-1]*1.5
 	p.Legend.Top = true
 	p.Legend.Left = true
+	top := 0.0
 	for i, s := range ss {
 		xys := plotter.XYs{}
 		for j, v := range s.values {
 			if !math.IsNaN(v) {
 				xys = append(xys, plotter.XY{X: xs[j], Y: v / scale})
+				top = max(top, v/scale)
 			}
 		}
 		if len(xys) == 0 {
@@ -150,7 +159,7 @@ func lineChart(path, title, unit string, xs []float64, ss []series, scale float6
 		p.Add(l, pts)
 		p.Legend.Add(s.name, l, pts)
 	}
-	p.Y.Min = 0
+	p.Y.Min, p.Y.Max = 0, top*1.5 // room for the legend
 	p.Add(plotter.NewGrid())
 	return p.Save(7*vg.Inch, 4*vg.Inch, path)
 }

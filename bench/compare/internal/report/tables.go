@@ -36,6 +36,7 @@ type ConsumeRow struct {
 	MsToFirst     float64
 	MaxFetches    float64
 	VsKgoRate     float64 // RecordsPerSec over kgo's in the same table (NaN for kgo itself or without kgo)
+	VsKgoJoin     float64 // InclJoin over kgo's
 	VsKgoCPU      float64 // PerCPU over kgo's
 }
 
@@ -90,9 +91,10 @@ func ConsumeRows(rs *scale.Results, partitions int) ([]ConsumeRow, error) {
 		}
 	}
 	for i := range rows {
-		rows[i].VsKgoRate, rows[i].VsKgoCPU = math.NaN(), math.NaN()
+		rows[i].VsKgoRate, rows[i].VsKgoJoin, rows[i].VsKgoCPU = math.NaN(), math.NaN(), math.NaN()
 		if kgo != nil && &rows[i] != kgo {
 			rows[i].VsKgoRate = rows[i].RecordsPerSec / kgo.RecordsPerSec
+			rows[i].VsKgoJoin = rows[i].InclJoin / kgo.InclJoin
 			rows[i].VsKgoCPU = rows[i].PerCPU / kgo.PerCPU
 		}
 	}
