@@ -90,7 +90,7 @@ func TestWrite(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| fencepost, defaults | 1 k | 1 k | 1 MiB |", // records/s, records/CPU-s, RSS
-		"| 2.00× | 4.00× |",                            // against Benthos tuned
+		"| 2.00× | 4.00× |",                           // against Benthos tuned
 		"| floor (no pipeline) | – | 0.50 ms | 1.00 ms | 2.00 ms |",
 		"| fencepost, defaults | none | 3.00 ms | 9.00 ms | 20.0 ms | 10 of 10 | 1 k | 0.30 |",
 		"| franz-go kgo | 4 | 5.50 M |",
