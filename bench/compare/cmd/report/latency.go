@@ -61,7 +61,7 @@ func (s *suite) latency(ctx context.Context, env pipebench.Env, adm *kafkaio.Adm
 // latencyAt measures the floor once, then every variant -runs times.
 func (s *suite) latencyAt(ctx context.Context, env pipebench.Env, adm *kafkaio.Admin, l *report.Latency) error {
 	o := s.opts
-	cfg := latency.Config{Brokers: env.Brokers, Rate: l.Rate, For: l.For, Warmup: l.Warmup, Drain: 10 * time.Second}
+	cfg := latency.Config{Brokers: env.Brokers, Rate: l.Rate, For: l.For, Warmup: l.Warmup, Drain: 5 * time.Second}
 	// The floor: the same producer and consumer with no pipeline between
 	// them, what the method itself adds.
 	end := s.prog.step(fmt.Sprintf("latency: the floor at %d events/s (no pipeline)", l.Rate), s.latencyWeight())
