@@ -84,7 +84,7 @@ type Result struct {
 	FirstOutput time.Duration // from the child's start to the first output record (start-up, group join, first fetch)
 	CPU         time.Duration // the child's user+system time over Elapsed
 	CPUTotal    time.Duration // ... over its whole life, graceful shutdown included
-	MaxRSS      int64         // the child's peak resident set, bytes
+	MaxRSS      int64         // the child's peak resident set (VmHWM) until done, bytes
 	Correct     events.Correctness
 	ExitErr     string // how the child exited after SIGTERM, if not cleanly
 }
@@ -127,7 +127,7 @@ func (e Env) Run(ctx context.Context, v Variant, in Input, tag string) (Result, 
 	if err != nil {
 		return res, err
 	}
-	res.MaxRSS, res.CPUTotal = u.MaxRSS, u.CPU
+	res.CPUTotal = u.CPU
 	if u.Err != nil {
 		res.ExitErr = u.Err.Error()
 	}
@@ -160,12 +160,18 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 			return err
 		}
 		now := time.Since(child.Start)
+		if peak, err := child.PeakRSS(); err == nil {
+			res.MaxRSS = peak
+		}
 		if res.FirstOutput == 0 && out.Sum() > 0 {
 			res.FirstOutput = now
 		}
 		if committed.Reached(in.End) && out.Sum() >= want {
 			res.Elapsed = now
-			res.CPU, err = child.CPU()
+			if res.CPU, err = child.CPU(); err != nil {
+				return err
+			}
+			res.MaxRSS, err = child.PeakRSS()
 			return err
 		}
 		if time.Now().After(deadline) {

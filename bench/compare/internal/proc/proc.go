@@ -104,8 +104,13 @@ func (c *Child) Exited() (bool, error) {
 
 // Usage is what a child cost over its whole life.
 type Usage struct {
-	CPU     time.Duration // user plus system time
-	MaxRSS  int64         // peak resident set, bytes
+	CPU time.Duration // user plus system time
+	// MaxRSS is getrusage's peak resident set, in bytes. On Linux it is
+	// at least this program's own resident set when it started the
+	// child: Go starts children with vfork, so the child's address space
+	// is this program's until exec, and the high-water mark survives the
+	// exec. Use PeakRSS for the child's own.
+	MaxRSS  int64
 	Elapsed time.Duration // from Start to exit
 	Err     error         // how it exited (nil: status 0)
 }
@@ -160,6 +165,17 @@ func (c *Child) CPU() (time.Duration, error) {
 		return 0, fmt.Errorf("CPU time of %s: %w", c.Name, err)
 	}
 	return parseStatCPU(string(data))
+}
+
+// PeakRSS is the running child's peak resident set in bytes so far,
+// VmHWM of /proc/PID/status: the high-water mark of its own address
+// space, created at exec.
+func (c *Child) PeakRSS() (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("peak RSS of %s: %w", c.Name, err)
+	}
+	return parseStatusHWM(string(data))
 }
 
 // WaitLine waits until the child's log has a line starting with prefix

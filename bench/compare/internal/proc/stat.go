@@ -36,3 +36,23 @@ func parseStatCPU(line string) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * clockTick, nil
 }
+
+// parseStatusHWM returns VmHWM of a /proc/PID/status text, in bytes.
+func parseStatusHWM(status string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("/proc status: VmHWM line %q: want a number of kB", line)
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc status: VmHWM line %q: %w", line, err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("/proc status has no VmHWM line")
+}

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -32,12 +33,39 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+func TestParseStatusHWM(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         int64
+		wantErr      bool
+	}{
+		{"present", "Name:\tprocessor\nVmPeak:\t 2013452 kB\nVmHWM:\t  401232 kB\nVmRSS:\t  398000 kB\n", 401232 << 10, false},
+		{"absent (a kernel thread)", "Name:\tkthreadd\nState:\tS (sleeping)\n", 0, true},
+		{"no unit", "VmHWM:\t 12\n", 0, true},
+		{"not a number", "VmHWM:\t lots kB\n", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatusHWM(tc.status)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("got %d, %v; want %d (error: %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
 // A child that burns CPU shows it in CPU() while running and in the
 // usage after it is stopped, and leaves no process behind.
 func TestGroupMeasuresAndStops(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A large heap here must not show in the child's peak RSS (it does
+	// in getrusage's, see Usage.MaxRSS).
+	ballast := make([]byte, 128<<20)
+	for i := range ballast {
+		ballast[i] = 1
 	}
 	g := NewGroup(t.TempDir())
 	c, err := g.Start("spin", "", sh, []string{"-c", "echo ready: yes; while :; do :; done"}, nil)
@@ -53,6 +81,11 @@ func TestGroupMeasuresAndStops(t *testing.T) {
 	if err != nil || cpu <= 0 {
 		t.Errorf("CPU while spinning = %v, %v; want > 0", cpu, err)
 	}
+	peak, err := c.PeakRSS()
+	if err != nil || peak <= 0 || peak > 64<<20 {
+		t.Errorf("peak RSS of a shell = %d bytes, %v; want more than 0 and well under the %d of this test", peak, err, len(ballast))
+	}
+	runtime.KeepAlive(ballast)
 	u, err := c.Stop(time.Second)
 	if err != nil {
 		t.Fatal(err)

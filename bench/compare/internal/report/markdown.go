@@ -194,7 +194,8 @@ func (w *writer) pipeline(p *Pipeline, runs int) error {
 	w.p("records/s: input records over the time from starting the child process until the group has committed the end of every " +
 		"input partition *and* the output topic holds every expected record (polled every 20 ms), so start-up and the group join count. " +
 		"records/CPU-s: input records over the child's user+system CPU time over that same span (/proc/PID/stat, 10 ms ticks). " +
-		"Peak RSS: the child's maximum resident set (getrusage, after it exits). Output: the whole output topic read back " +
+		"Peak RSS: the child's own high-water mark, VmHWM of /proc/PID/status, read when it is done (getrusage's maximum is not used: " +
+		"on Linux it includes this program's resident set at the moment it started the child, copied by vfork before exec). Output: the whole output topic read back " +
 		"and compared with what the generator implies (each purchase once, with the right key and fields).")
 	if err := w.chart("pipeline", "records/s and records per CPU-second per variant", func(path string) error {
 		return barChart(path, "Real pipeline: consume, JSON, filter 1 in 4, reshape, produce", "million records per second",
