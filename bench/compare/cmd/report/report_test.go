@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestParsePhases(t *testing.T) {
+	tests := []struct {
+		list    string
+		want    []string
+		wantErr bool
+	}{
+		{"pipeline,latency,raw,partitions,brokers3", allPhases, false},
+		{" raw , brokers3 ", []string{"raw", "brokers3"}, false},
+		{"pipeline,", []string{"pipeline"}, false},
+		{"scale", nil, true},
+		{",", nil, true},
+	}
+	for _, tc := range tests {
+		got, err := parsePhases(tc.list)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("parsePhases(%q) error %v, want error: %v", tc.list, err, tc.wantErr)
+			continue
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("parsePhases(%q) = %v, want %v", tc.list, got, tc.want)
+		}
+		for _, p := range tc.want {
+			if !got[p] {
+				t.Errorf("parsePhases(%q) lacks %q", tc.list, p)
+			}
+		}
+	}
+}
+
+func TestSlugAndQuote(t *testing.T) {
+	slugs := map[string]string{
+		"fencepost, defaults":     "fencepost-defaults",
+		"Benthos, low latency":    "benthos-low-latency",
+		"  odd -- name!  ":        "odd-name",
+		"fetch_concurrency=2 (x)": "fetch-concurrency-2-x",
+	}
+	for in, want := range slugs {
+		if got := slug(in); got != want {
+			t.Errorf("slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+	quoted := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-run", "^$", "-count", "3"}, `-run '^$' -count 3`},
+		{[]string{"-bench", "a/b|c"}, `-bench 'a/b|c'`},
+		{[]string{"it's"}, `'it'\''s'`},
+		{[]string{""}, `''`},
+	}
+	for _, tc := range quoted {
+		if got := shellQuote(tc.args); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestFindLayout(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "go.mod"), "module "+rootModule+"\n\ngo 1.26.0\n")
+	write(filepath.Join(root, "bench", "compare", "go.mod"), "// comment\nmodule "+compareModule+"\n")
+	deep := filepath.Join(root, "bench", "compare", "cmd", "report")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{root, deep, filepath.Join(root, "bench")} {
+		l, err := findLayout(from)
+		if err != nil || l.root != root || l.compare != filepath.Join(root, "bench", "compare") {
+			t.Errorf("findLayout(%s) = %+v, %v", from, l, err)
+		}
+	}
+	if _, err := findLayout(t.TempDir()); err == nil {
+		t.Error("findLayout outside the repository found one")
+	}
+}

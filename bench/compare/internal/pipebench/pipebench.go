@@ -1,0 +1,187 @@
+// Package pipebench runs the real-pipeline benchmark: one pipeline (the
+// fencepost processor or Benthos) as a child process, consuming loaded
+// shop events in a fresh group and writing the purchases to a fresh
+// topic, measured from the outside.
+package pipebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/events"
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/kafkaio"
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/proc"
+)
+
+// Engine is the program a variant runs.
+type Engine int
+
+// The engines.
+const (
+	Fencepost Engine = iota // the repository's cmd/processor: processor run -c FILE
+	Benthos                 // bench/compare/cmd/benthos: benthos -c FILE
+)
+
+func (e Engine) String() string {
+	if e == Benthos {
+		return "Benthos"
+	}
+	return "fencepost"
+}
+
+// Variant is one engine with one configuration file.
+type Variant struct {
+	Name   string // for tables and charts: "fencepost, tuned"
+	Engine Engine
+	Config string // path of the configuration file
+}
+
+// Env is what every run shares.
+type Env struct {
+	Procs     *proc.Group
+	Processor string   // path of the processor binary
+	Benthos   string   // path of the Benthos binary
+	Brokers   []string // the separate-process broker
+	Timeout   time.Duration
+}
+
+// Start starts v reading topic input in group and writing to output.
+func (e Env) Start(v Variant, name, group, input, output string) (*proc.Child, error) {
+	env := []string{
+		"BENCH_BROKERS=" + e.Brokers[0], "BENCH_GROUP=" + group,
+		"BENCH_INPUT=" + input, "BENCH_OUTPUT=" + output,
+	}
+	cfg, err := filepath.Abs(v.Config)
+	if err != nil {
+		return nil, err
+	}
+	switch v.Engine {
+	case Benthos:
+		return e.Procs.Start(name, "", e.Benthos, []string{"-c", cfg}, env)
+	default:
+		return e.Procs.Start(name, "", e.Processor, []string{"run", "-c", cfg, "--http", "off", "--progress", "0"}, env)
+	}
+}
+
+// Input is the loaded input topic.
+type Input struct {
+	Topic      string
+	Partitions int
+	Records    int64           // events 0..Records-1
+	End        kafkaio.Offsets // its end offsets
+}
+
+// Result is one run of one variant.
+type Result struct {
+	Variant     string
+	Records     int64         // input records
+	Elapsed     time.Duration // from the child's start until every input offset was committed and every expected output written
+	FirstOutput time.Duration // from the child's start to the first output record (start-up, group join, first fetch)
+	CPU         time.Duration // the child's user+system time over Elapsed
+	CPUTotal    time.Duration // ... over its whole life, graceful shutdown included
+	MaxRSS      int64         // the child's peak resident set (VmHWM) until done, bytes
+	Correct     events.Correctness
+	ExitErr     string // how the child exited after SIGTERM, if not cleanly
+}
+
+// RecordsPerSec is input records over Elapsed.
+func (r Result) RecordsPerSec() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
+
+// RecordsPerCPUSec is input records over CPU.
+func (r Result) RecordsPerCPUSec() float64 { return float64(r.Records) / r.CPU.Seconds() }
+
+// pollEvery is how often a run checks the group's commits and the
+// output's end offsets: the resolution of Elapsed.
+const pollEvery = 20 * time.Millisecond
+
+// Run runs v once over in, in a fresh group, writing to a fresh topic
+// named after tag. It stops the child (SIGTERM) once done and checks the
+// output.
+func (e Env) Run(ctx context.Context, v Variant, in Input, tag string) (Result, error) {
+	adm, err := kafkaio.NewAdmin(e.Brokers)
+	if err != nil {
+		return Result{}, err
+	}
+	defer adm.Close()
+	group, output := "group-"+tag, "out-"+tag
+	if err := adm.CreateTopic(ctx, output, in.Partitions); err != nil {
+		return Result{}, err
+	}
+	checker := events.NewChecker(in.Records)
+	want := int64(checker.Result().Expected)
+	child, err := e.Start(v, tag, group, in.Topic, output)
+	if err != nil {
+		return Result{}, err
+	}
+	defer func() { _, _ = child.Stop(5 * time.Second) }() // a no-op once stopped below
+	res := Result{Variant: v.Name, Records: in.Records}
+	if err := e.waitDone(ctx, adm, child, in, group, output, want, &res); err != nil {
+		return res, err
+	}
+	u, err := child.Stop(30 * time.Second)
+	if err != nil {
+		return res, err
+	}
+	res.CPUTotal = u.CPU
+	if u.Err != nil {
+		res.ExitErr = u.Err.Error()
+	}
+	err = kafkaio.ReadAll(ctx, e.Brokers, output, time.Minute, func(r *kgo.Record) { checker.Add(r.Key, r.Value) })
+	res.Correct = checker.Result()
+	if err != nil {
+		return res, err
+	}
+	return res, adm.DeleteTopics(ctx, output) // the broker keeps everything in memory
+
+}
+
+// waitDone polls until the group has committed the end of every input
+// partition and the output holds at least want records, then fills in
+// the timing and CPU of res.
+func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child, in Input, group, output string, want int64, res *Result) error {
+	deadline := time.Now().Add(e.Timeout)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		if exited, err := child.Exited(); exited {
+			return fmt.Errorf("%s exited before it was done (%v); its log ends:\n%s", child.Name, err, child.Tail(15))
+		}
+		committed, err := adm.Committed(ctx, group, in.Topic)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			committed = nil // the group may not exist yet
+		}
+		out, err := adm.EndOffsets(ctx, output)
+		if err != nil {
+			return err
+		}
+		now := time.Since(child.Start)
+		if peak, err := child.PeakRSS(); err == nil {
+			res.MaxRSS = peak
+		}
+		if res.FirstOutput == 0 && out.Sum() > 0 {
+			res.FirstOutput = now
+		}
+		if committed.Reached(in.End) && out.Sum() >= want {
+			res.Elapsed = now
+			if res.CPU, err = child.CPU(); err != nil {
+				return err
+			}
+			res.MaxRSS, err = child.PeakRSS()
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not done after %v: committed %v of %v, %d of %d outputs; its log ends:\n%s",
+				child.Name, e.Timeout, committed, in.End, out.Sum(), want, child.Tail(15))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
