@@ -146,8 +146,12 @@ type ConsumerConfig struct {
 	// MaxPartitionFetchBytes caps one partition's share of a fetch
 	// response. Default 1MiB.
 	MaxPartitionFetchBytes ByteSize `yaml:"max_partition_fetch_bytes"`
-	// BufferBytes is the budget for fetched-but-unfinished records; a
-	// full budget pauses fetching. Default 64MiB.
+	// BufferBytes is the budget for fetched-but-unfinished records: the
+	// memory they hold, payload plus about 130 bytes of bookkeeping per
+	// record. A full budget pauses fetching; a fetch
+	// reserves the payload it may return, so the records of one response
+	// can take the total past the budget by their bookkeeping. Default
+	// 64MiB.
 	BufferBytes ByteSize `yaml:"buffer_bytes"`
 	// Ordering is partition (default) or key.
 	Ordering Ordering `yaml:"ordering"`

@@ -54,8 +54,8 @@ func (r *Record) Header(key string) ([]byte, bool) {
 	return nil, false
 }
 
-// Size is the record's payload size in bytes (key, value and headers),
-// the unit of the pipeline's byte budget.
+// Size is the record's payload size in bytes (key, value and headers).
+// The pipeline's byte budget counts it plus the record's bookkeeping.
 func (r *Record) Size() int {
 	n := len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {

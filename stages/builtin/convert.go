@@ -2,10 +2,11 @@ package builtin
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"sync"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -25,12 +26,12 @@ func marshalJSON(v any) ([]byte, error) {
 
 type marshaler struct {
 	buf bytes.Buffer
-	enc *json.Encoder
+	enc *fastjson.Encoder
 }
 
 var marshalers = sync.Pool{New: func() any {
 	m := &marshaler{}
-	m.enc = json.NewEncoder(&m.buf)
+	m.enc = fastjson.NewEncoder(&m.buf)
 	m.enc.SetEscapeHTML(false)
 	return m
 }}

@@ -81,6 +81,43 @@ type program struct {
 	// it reads json only that way; nil if it needs the whole value (see
 	// jsondoc.go). Meaningless without useJSON.
 	fields []string
+	// byField is the expression compiled with each json.<field> of
+	// fields replaced by the variable fieldVar(field); nil if fields is.
+	byField *vm.Program
+}
+
+// fieldVar is the variable that stands for json.<field> in a program's
+// byField form. The NUL byte keeps it apart from any name an expression
+// can write.
+func fieldVar(field string) string { return "\x00json." + field }
+
+// fieldPatch replaces each constant member access on json (json.type,
+// json?.user, json["a b"]) by the identifier fieldVar(name).
+type fieldPatch struct{}
+
+func (fieldPatch) Visit(n *ast.Node) {
+	m, ok := (*n).(*ast.MemberNode)
+	if !ok || m.Method {
+		return
+	}
+	id, isIdent := m.Node.(*ast.IdentifierNode)
+	prop, isConst := m.Property.(*ast.StringNode)
+	if isIdent && isConst && id.Value == varJSON {
+		ast.Patch(n, &ast.IdentifierNode{Value: fieldVar(prop.Value)})
+	}
+}
+
+// compileByField compiles src in its byField form: fields (what the
+// expression reads of json) become variables of any type.
+func compileByField(src string, fields []string) (*vm.Program, error) {
+	env := make(types.Map, len(envTypes)+len(fields))
+	for k, v := range envTypes {
+		env[k] = v
+	}
+	for _, f := range fields {
+		env[fieldVar(f)] = types.Any
+	}
+	return expr.Compile(src, expr.Env(env), toJSONFunc, expr.Patch(fieldPatch{}))
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
@@ -120,6 +157,14 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	prog := &program{label: label, prog: p, uses: u.u}
 	if fields, ok := jsonFields(p.Node()); ok && u.u&useAll != useAll { // $env: the whole value
 		prog.fields = fields
+		if fields != nil {
+			// It compiled as written, so it compiles with json's fields
+			// as variables of json's own type; if not, the program as
+			// written serves every record.
+			if bp, err := compileByField(src, fields); err == nil {
+				prog.byField = bp
+			}
+		}
 	}
 	return prog, nil
 }
@@ -134,7 +179,12 @@ type evaluator struct {
 	headers map[string]string
 	uses    uses
 	fields  []string    // of json: nil for the whole value
+	vars    []string    // fieldVar of each of fields
 	cache   *memo.Cache // the chain call's, if any
+	// canProject: every program that reads json has a byField form.
+	// projected: the loaded record's json fields are in vars, and the
+	// byField forms run.
+	canProject, projected bool
 }
 
 // newEvaluator returns an evaluator for programs; ctx is the Process
@@ -142,13 +192,22 @@ type evaluator struct {
 func newEvaluator(ctx context.Context, programs ...*program) *evaluator {
 	e := &evaluator{env: make(map[string]any, len(envTypes)), cache: memo.From(ctx)}
 	var fields [][]string
+	e.canProject = true
 	for _, p := range programs {
 		e.uses |= p.uses
 		if p.uses&useJSON != 0 {
 			fields = append(fields, p.fields)
+			e.canProject = e.canProject && p.byField != nil
 		}
 	}
 	e.fields = mergeFields(fields)
+	e.canProject = e.canProject && e.fields != nil
+	if e.canProject {
+		e.vars = make([]string, len(e.fields))
+		for i, f := range e.fields {
+			e.vars[i] = fieldVar(f)
+		}
+	}
 	return e
 }
 
@@ -189,8 +248,14 @@ func (e *evaluator) load(r *stages.Record) error {
 			e.headers[h.Key] = bytesString(h.Value)
 		}
 	}
+	e.projected = false
 	if u&useJSON != 0 {
-		v, err := docFor(e.cache, r.Value).value(r.Value, e.fields)
+		d := docFor(e.cache, r.Value)
+		if e.canProject && d.project(r.Value, e.fields, e.vars, env) {
+			e.projected = true
+			return nil
+		}
+		v, err := d.value(r.Value)
 		env[varJSON] = v
 		return err
 	}
@@ -199,7 +264,11 @@ func (e *evaluator) load(r *stages.Record) error {
 
 // run evaluates p over the loaded record.
 func (e *evaluator) run(p *program) (any, error) {
-	out, err := e.vm.Run(p.prog, e.env)
+	prog := p.prog
+	if e.projected && p.byField != nil {
+		prog = p.byField
+	}
+	out, err := e.vm.Run(prog, e.env)
 	if err != nil {
 		return nil, &EvalError{Expr: p.label, Err: err}
 	}

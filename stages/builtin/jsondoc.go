@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/fencepost-dev/fencepost/internal/memo"
 )
@@ -19,13 +20,16 @@ import (
 // hands the next stages new bytes, which have no doc yet.
 //
 // Expressions that only read top-level fields with constant names
-// (json.type, json?.user, json["amount"], json.items[0]) get a projection:
-// a map of just those fields, decoded from the valid value without
-// decoding the rest. Member access on it gives exactly what it gives on
-// the full value (an absent field is absent in both; duplicates: the last
-// wins in both). Any other use of json (json itself, "x" in json, a
-// computed field name) gets the full value, parsed once and kept in the
-// doc.
+// (json.type, json?.user, json["amount"], json.items[0]) are compiled a
+// second time with each such access replaced by a variable of its own
+// (see fieldPatch in expr.go). When a record's value is a JSON object
+// that second program runs, with just those fields decoded from the
+// bytes into the variables (project): no map is built and nothing else
+// is decoded. It gives exactly what the access gives on the full value
+// (an absent field is nil in both; duplicates: the last wins in both).
+// Any other value (not an object, not JSON), and any other use of json
+// (json itself, "x" in json, a computed field name), runs the program as
+// written over the full value, parsed once and kept in the doc.
 
 // jsonDoc is what is known about one value as JSON.
 type jsonDoc struct {
@@ -45,7 +49,7 @@ func docFor(cache *memo.Cache, v []byte) *jsonDoc {
 			return d
 		}
 	}
-	d := &jsonDoc{valid: json.Valid(v)}
+	d := &jsonDoc{valid: fastjson.Valid(v)}
 	if d.valid {
 		d.big, d.numErr = scanNumbers(v)
 		d.object = firstByte(v) == '{'
@@ -55,27 +59,46 @@ func docFor(cache *memo.Cache, v []byte) *jsonDoc {
 }
 
 // value returns what the json variable holds for v: nil if v is not
-// JSON, the projection of fields if fields is not nil and v is an object,
-// else the full value. The error is the doc's *NumberError.
-func (d *jsonDoc) value(v []byte, fields []string) (any, error) {
+// JSON, else the whole value, parsed once and kept in the doc. The error
+// is the doc's *NumberError.
+func (d *jsonDoc) value(v []byte) (any, error) {
 	switch {
 	case !d.valid:
 		return nil, nil
 	case d.numErr != nil:
 		return nil, d.numErr
-	case d.parsed || fields == nil || !d.object:
-		if !d.parsed {
-			d.full, d.parsed = decodeValid(v, d.big), true
-		}
-		return d.full, nil
 	}
-	m := make(map[string]any, len(fields))
+	if !d.parsed {
+		d.full, d.parsed = decodeValid(v, d.big), true
+	}
+	return d.full, nil
+}
+
+// project sets env[vars[i]] to what json.<fields[i]> gives on v (nil for
+// an absent field; the last of duplicates wins) and reports true, if v is
+// a JSON object whose numbers are all holdable. Otherwise it sets nothing
+// and reports false: the caller needs value. Only the named members are
+// decoded, from the bytes, unless the whole value is parsed already.
+func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) bool {
+	if !d.valid || !d.object || d.numErr != nil {
+		return false
+	}
+	if d.parsed {
+		m := d.full.(map[string]any)
+		for i, f := range fields {
+			env[vars[i]] = m[f]
+		}
+		return true
+	}
+	for _, name := range vars {
+		env[name] = nil
+	}
 	eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
-			m[fields[i]] = decodeValid(raw, d.big)
+			env[vars[i]] = decodeValid(raw, d.big)
 		}
 	})
-	return m, nil
+	return true
 }
 
 // decodeValid decodes valid JSON whose numbers are all holdable; big
@@ -83,8 +106,10 @@ func (d *jsonDoc) value(v []byte, fields []string) (any, error) {
 func decodeValid(v []byte, big bool) any {
 	switch c := v[0]; {
 	case c == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
-		// No escapes, nothing to replace: the text between the quotes.
-		return string(v[1 : len(v)-1])
+		// No escapes, nothing to replace: the text between the quotes,
+		// sharing the record's bytes (read-only, never reused: see
+		// stages.Record).
+		return bytesString(v[1 : len(v)-1])
 	case c == 't':
 		return true
 	case c == 'f':
@@ -101,7 +126,7 @@ func decodeValid(v []byte, big bool) any {
 	}
 	var x any
 	if !big {
-		_ = json.Unmarshal(v, &x) // valid, numbers holdable: no error
+		_ = fastjson.Unmarshal(v, &x) // valid, numbers holdable: no error
 		return x
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))

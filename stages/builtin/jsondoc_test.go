@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencepost-dev/fencepost/internal/memo"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // fullValue is what the json variable held before projections: the whole
@@ -20,33 +21,47 @@ func fullValue(v []byte) (any, error) {
 	return x, err
 }
 
-// checkProjection fails t if a member access on the projection of fields
-// differs from the same access on the full value.
+// checkProjection fails t if what the byField form of an expression sees
+// for json.<f> (project) differs from the member access on the full
+// value, for each of fields.
 func checkProjection(t interface{ Fatalf(string, ...any) }, v []byte, fields []string) {
 	full, fullErr := fullValue(v)
-	got, err := docFor(nil, v).value(v, fields)
-	if (err == nil) != (fullErr == nil) || err != nil && err.Error() != fullErr.Error() {
-		t.Fatalf("%q: error %v, want %v", v, err, fullErr)
+	d := docFor(nil, v)
+	vars := make([]string, len(fields))
+	for i, f := range fields {
+		vars[i] = fieldVar(f)
 	}
-	if err != nil {
-		return // the record fails: what json holds is never seen
-	}
-	fm, isObject := full.(map[string]any)
-	if !isObject {
+	env := map[string]any{}
+	if !d.project(v, fields, vars, env) {
+		// Not an object, not JSON, or a number too large: the program
+		// as written runs over value.
+		got, err := d.value(v)
+		if (err == nil) != (fullErr == nil) || err != nil && err.Error() != fullErr.Error() {
+			t.Fatalf("%q: error %v, want %v", v, err, fullErr)
+		}
+		if err != nil {
+			return // the record fails: what json holds is never seen
+		}
+		if _, isObject := full.(map[string]any); isObject && err == nil {
+			t.Fatalf("%q: an object whose numbers are all holdable was not projected", v)
+		}
 		if !reflect.DeepEqual(got, full) {
-			t.Fatalf("%q (not an object): json = %#v, want the full value %#v", v, got, full)
+			t.Fatalf("%q: json = %#v, want the full value %#v", v, got, full)
 		}
 		return
 	}
-	gm, ok := got.(map[string]any)
-	if !ok {
-		t.Fatalf("%q: json = %#v, want an object", v, got)
+	if fullErr != nil {
+		t.Fatalf("%q: projected, but the full value fails: %v", v, fullErr)
 	}
-	for _, f := range fields {
-		want, wantOK := fm[f]
-		have, haveOK := gm[f]
-		if wantOK != haveOK || !reflect.DeepEqual(have, want) {
-			t.Fatalf("%q: json[%q] = %#v (present %v), want %#v (present %v)", v, f, have, haveOK, want, wantOK)
+	fm, isObject := full.(map[string]any)
+	if !isObject {
+		t.Fatalf("%q: projected, but the full value %#v is not an object", v, full)
+	}
+	for i, f := range fields {
+		want := fm[f] // what json.f gives: nil when absent
+		have, set := env[vars[i]]
+		if !set || !reflect.DeepEqual(have, want) {
+			t.Fatalf("%q: json.%s = %#v (set %v), want %#v", v, f, have, set, want)
 		}
 	}
 }
@@ -148,11 +163,78 @@ func TestDocSharedWithinAChainCall(t *testing.T) {
 	if docFor(cache, replaced) == d {
 		t.Fatal("new bytes found the old doc")
 	}
-	full, err := d.value(v, nil)
+	full, err := d.value(v)
 	if err != nil || !reflect.DeepEqual(full, map[string]any{"type": "a"}) {
 		t.Fatalf("full value %#v, %v", full, err)
 	}
-	if again, _ := docFor(cache, v).value(v, nil); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
+	if again, _ := docFor(cache, v).value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
 		t.Fatal("the full value was parsed twice")
 	}
+}
+
+// TestByFieldFormMatchesAsWritten: for expressions that read json only by
+// constant fields, the byField form (run when the value is an object)
+// gives exactly the result, or the error, of the expression as written
+// over the full value; for values that are not objects the evaluator
+// runs the expression as written.
+func TestByFieldFormMatchesAsWritten(t *testing.T) {
+	exprs := []string{
+		`json.type == "purchase"`,
+		`json?.user`,
+		`json["a b"]`,
+		`json.items[0]`,
+		`json.price * json.qty`,
+		`toJSON({"u": json.user, "n": json.n, "t": json?.type})`,
+		`json.missing == nil`,
+		`json.a.b`,
+		`json?.a?.b`,
+		`len(json.items)`,
+		`json.type + ":" + key`,
+	}
+	values := []string{
+		`{"type":"purchase","user":"u1","price":2.5,"qty":3,"items":["x","y"],"n":null,"a b":true,"a":{"b":7}}`,
+		`{"type":"view","type":"purchase","price":"text","qty":1}`,
+		`{"ty\u0070e":"purchase","items":[],"a":null}`,
+		`{"id":9007199254740993,"price":1,"qty":9007199254740993}`,
+		`{}`, `{"n":1e400}`, `[1,2]`, `"text"`, `null`, `42`, `not json`, ``,
+	}
+	for _, src := range exprs {
+		p, err := compile("value", "value", src, false)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if p.byField == nil {
+			t.Fatalf("%s: no byField form", src)
+		}
+		for _, v := range values {
+			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
+			fast := newEvaluator(context.Background(), p)
+			slow := newEvaluator(context.Background(), p)
+			slow.canProject = false
+			fastOut, fastErr := loadAndRun(fast, &r, p)
+			slowOut, slowErr := loadAndRun(slow, &r, p)
+			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
+				t.Errorf("%s over %s:\nby field  %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
+			}
+			_, isObject := fullValueOrNil(v).(map[string]any) // and every number holdable
+			if fast.projected != isObject {
+				t.Errorf("%s over %s: projected %v, object %v", src, v, fast.projected, isObject)
+			}
+		}
+	}
+}
+
+func loadAndRun(e *evaluator, r *stages.Record, p *program) (any, error) {
+	if err := e.load(r); err != nil {
+		return nil, err
+	}
+	return e.run(p)
+}
+
+func fullValueOrNil(v string) any {
+	x, err := fullValue([]byte(v))
+	if err != nil {
+		return nil
+	}
+	return x
 }

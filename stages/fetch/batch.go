@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"unsafe"
+
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -22,8 +24,8 @@ type Batch struct {
 }
 
 // NewBatch builds a batch. records must be in offset order within span;
-// the batch takes ownership of the slice. bytes is the payload size
-// counted against the byte budget.
+// the batch takes ownership of the slice. bytes is the memory the
+// records hold (their footprint), counted against the byte budget.
 func NewBatch(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch offsetstore.Epoch,
 	span offsetstore.Span, records []stages.Record, bytes int64) *Batch {
 	return &Batch{tp: tp, gen: gen, epoch: epoch, span: span, records: records, bytes: bytes}
@@ -45,5 +47,23 @@ func (b *Batch) Span() offsetstore.Span { return b.span }
 // stages.Record).
 func (b *Batch) Records() []stages.Record { return b.records }
 
-// Bytes is the batch's payload size, counted against the byte budget.
+// Bytes is the memory the batch's records hold (the sum of their
+// footprint), counted against the byte budget.
 func (b *Batch) Bytes() int64 { return b.bytes }
+
+// recordSize and headerSize are the in-memory sizes of the values a
+// decoded record takes besides its payload bytes.
+const (
+	recordSize = int64(unsafe.Sizeof(stages.Record{}))
+	headerSize = int64(unsafe.Sizeof(stages.Header{}))
+)
+
+// footprint is the memory a fetched record holds while it is in the
+// pipeline: its payload (key, value, header keys and values: payload
+// bytes) plus its Record value and one Header value per header. This,
+// not the payload alone, is what the byte budget (buffer_bytes) counts,
+// so the budget bounds the heap: for records of 200 bytes the
+// bookkeeping adds about two thirds.
+func footprint(payload int64, headers int) int64 {
+	return payload + recordSize + int64(headers)*headerSize
+}

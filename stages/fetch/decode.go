@@ -97,13 +97,13 @@ type partitionDecoder struct {
 	recs    []stages.Record
 	headers []stages.Header // slab the records' headers are cut from
 	next    int64
-	bytes   int64
-	full    bool // the room is used up
+	bytes   int64 // the records' footprint
+	full    bool  // the room is used up
 }
 
 // decodeRecords returns the records at or after at in raw (zero or more
 // record batches, the last possibly cut short), the next offset to fetch
-// and the records' payload size. Control batches (transaction markers),
+// and the memory the records hold (footprint). Control batches (transaction markers),
 // and with read_committed the batches of aborted transactions, are
 // skipped but move next past them. It stops once room is used up: a
 // record that does not fit is kept only when nothing else of the
@@ -194,7 +194,7 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 		}
 		d.room.left -= size
 		d.room.kept = true
-		d.bytes += size
+		d.bytes += footprint(size, len(rec.Headers))
 		d.recs = append(d.recs, rec)
 		d.next = rec.Offset + 1
 	}

@@ -203,12 +203,12 @@ func TestDecodeRecords(t *testing.T) {
 				if next != tt.next {
 					t.Fatalf("next %d, want %d", next, tt.next)
 				}
-				var want int64
-				for i := range got {
-					want += int64(got[i].Size())
+				var want int64 // payload plus bookkeeping: the budget's unit
+				for _, r := range tt.want {
+					want += int64(r.Size()) + recordSize + int64(len(r.Headers))*headerSize
 				}
 				if size != want {
-					t.Fatalf("size %d, want %d", size, want)
+					t.Fatalf("memory %d, want %d", size, want)
 				}
 			})
 		}
@@ -326,10 +326,10 @@ func FuzzDecodeRecords(f *testing.F) {
 			if r.Offset < at || r.Offset >= next || (i > 0 && r.Offset <= got[i-1].Offset) {
 				t.Fatalf("record %d at offset %d (position %d, next %d, previous %v)", i, r.Offset, at, next, got[max(i-1, 0)].Offset)
 			}
-			total += int64(r.Size())
+			total += footprint(int64(r.Size()), len(r.Headers))
 		}
 		if total != size {
-			t.Fatalf("size %d, records hold %d", size, total)
+			t.Fatalf("size %d, records hold %d (payload and bookkeeping)", size, total)
 		}
 	})
 }

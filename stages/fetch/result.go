@@ -57,7 +57,7 @@ type PartitionResult struct {
 	// hold no records (transaction markers).
 	Next  int64
 	Batch *Batch // nil when the partition returned no records
-	// Bytes is Batch's payload size (Batch.Bytes()), repeated here so
+	// Bytes is Batch's memory (Batch.Bytes()), repeated here so
 	// the coordinator accounts the byte budget without touching the
 	// batch.
 	Bytes int64

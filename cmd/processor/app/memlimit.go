@@ -9,10 +9,13 @@ import (
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
-// memoryHeadroom is what the process needs beyond consumer.buffer_bytes:
-// fetch responses in flight, the stages' working memory (parsed JSON,
-// producer batches), the runtime and the binary.
-const memoryHeadroom = 64 * pipeline.MiB
+// memoryHeadroom is what the Go runtime may use beyond
+// consumer.buffer_bytes: fetch responses in flight, the stages' working
+// memory (parsed JSON, producer batches) and the runtime's own. The
+// resident set is larger than what the runtime counts by the binary's
+// code and data (about 15 MiB measured), so buffer_bytes + 48MiB keeps
+// the peak resident set near buffer_bytes + 64MiB.
+const memoryHeadroom = 48 * pipeline.MiB
 
 // setMemoryLimit gives the Go runtime a soft memory limit of buffer_bytes
 // plus memoryHeadroom, so the garbage collector works harder as the
