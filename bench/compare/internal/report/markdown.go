@@ -248,7 +248,11 @@ func (w *writer) latency(l *Latency, i int) error {
 		if m.Received < m.Expected { // fell behind: the figures cover the records that arrived
 			at, behind = "≥ ", true
 		}
-		rows = append(rows, []string{name, settings, at + msec(m.P50), at + msec(m.P99), at + msec(m.Max),
+		p50s, p99s, maxs := at+msec(m.P50), at+msec(m.P99), at+msec(m.Max)
+		if m.Received == 0 { // nothing to take percentiles of
+			p50s, p99s, maxs = "none arrived", "none arrived", "none arrived"
+		}
+		rows = append(rows, []string{name, settings, p50s, p99s, maxs,
 			fmt.Sprintf("%d of %d", m.Received, m.Expected), rate(m.Rate), cores})
 		names = append(names, name)
 		p50, p99, pmax = append(p50, ms(m.P50)), append(p99, ms(m.P99)), append(pmax, ms(m.Max))

@@ -77,7 +77,9 @@ func TestWrite(t *testing.T) {
 			Variants: []LatencyVariant{{Variant: pipebench.Variant{Name: "fencepost, defaults"}, Settings: "none",
 				Runs: []LatencyRun{lat(3*ms, 9*ms, 20*ms)}},
 				{Variant: pipebench.Variant{Name: "Benthos, defaults"}, Settings: "none",
-					Runs: []LatencyRun{{Result: latency.Result{Expected: 10, Samples: 4, P50: 900 * ms, P99: 1200 * ms, Max: 1300 * ms, Rate: 1000, Took: time.Second}}}}}}},
+					Runs: []LatencyRun{{Result: latency.Result{Expected: 10, Samples: 4, P50: 900 * ms, P99: 1200 * ms, Max: 1300 * ms, Rate: 1000, Took: time.Second}}}},
+				{Variant: pipebench.Variant{Name: "Benthos, low latency"}, Settings: "max_in_flight",
+					Runs: []LatencyRun{{Result: latency.Result{Expected: 10, Samples: 0, Rate: 1000, Took: time.Second}}}}}}},
 		Raw:        &Consume{Title: "4 partitions", Command: "go test ./bench", Partitions: []int{4}, Results: rs, Output: benchOutput},
 		Partitions: &Consume{Title: "partitions", Command: "go test ./bench", Partitions: []int{64, 512}, Results: rs, Output: benchOutput},
 	}
@@ -98,8 +100,9 @@ func TestWrite(t *testing.T) {
 		"| franz-go kgo | 4 | 5.50 M |",
 		"(2026-12-01-bench.txt)",
 		"| Benthos, defaults | none | ≥ 900 ms | ≥ 1200 ms | ≥ 1300 ms | 4 of 10 |", // fell behind
+		"| Benthos, low latency | max_in_flight | none arrived | none arrived | none arrived | 0 of 10 |", // fell behind, far
 		"- Real pipeline, fencepost, tuned against Benthos, tuned:",                 // absent: no such variant
-		"- p99 end-to-end latency at 1000 events/s: fencepost, defaults 9.00 ms; Benthos, defaults fell behind.",
+		"- p99 end-to-end latency at 1000 events/s: fencepost, defaults 9.00 ms; Benthos, defaults fell behind; Benthos, low latency fell behind.",
 		"- Raw consumption, 4 partitions, fencepost (default fetch_concurrency) against kgo: 0.73× records/s",
 	} {
 		if strings.HasPrefix(want, "- Real pipeline, fencepost, tuned") {
