@@ -99,9 +99,9 @@ func TestWrite(t *testing.T) {
 		"| fencepost, defaults | none | 3.00 ms | 9.00 ms | 20.0 ms | 10 of 10 | 1 k | 0.30 |",
 		"| franz-go kgo | 4 | 5.50 M |",
 		"(2026-12-01-bench.txt)",
-		"| Benthos, defaults | none | ≥ 900 ms | ≥ 1200 ms | ≥ 1300 ms | 4 of 10 |", // fell behind
+		"| Benthos, defaults | none | ≥ 900 ms | ≥ 1200 ms | ≥ 1300 ms | 4 of 10 |",                       // fell behind
 		"| Benthos, low latency | max_in_flight | none arrived | none arrived | none arrived | 0 of 10 |", // fell behind, far
-		"- Real pipeline, fencepost, tuned against Benthos, tuned:",                 // absent: no such variant
+		"- Real pipeline, fencepost, tuned against Benthos, tuned:",                                       // absent: no such variant
 		"- p99 end-to-end latency at 1000 events/s: fencepost, defaults 9.00 ms; Benthos, defaults fell behind; Benthos, low latency fell behind.",
 		"- Raw consumption, 4 partitions, fencepost (default fetch_concurrency) against kgo: 0.73× records/s",
 	} {
