@@ -61,7 +61,7 @@ func toBytes(v any) ([]byte, error) {
 type transform struct {
 	key, value *program
 	headers    []headerProgram // sorted by name
-	uses       uses
+	reads      *reads          // of all of them
 }
 
 type headerProgram struct {
@@ -70,19 +70,6 @@ type headerProgram struct {
 }
 
 // programs returns the transform's expressions.
-func (t *transform) programs() []*program {
-	var ps []*program
-	for _, p := range []*program{t.key, t.value} {
-		if p != nil {
-			ps = append(ps, p)
-		}
-	}
-	for _, h := range t.headers {
-		ps = append(ps, h.prog)
-	}
-	return ps
-}
-
 // compileTransform compiles the key, value and headers options (each
 // optional) of a stage.
 func compileTransform(opts stages.Options) (*transform, error) {
@@ -101,7 +88,6 @@ func compileTransform(opts stages.Options) (*transform, error) {
 		if *part.prog, err = compile(part.name, part.name, src, false); err != nil {
 			return nil, err
 		}
-		t.uses |= (*part.prog).uses
 	}
 	var hs map[string]string
 	if opts.Has("headers") {
@@ -121,8 +107,17 @@ func compileTransform(opts stages.Options) (*transform, error) {
 			return nil, err
 		}
 		t.headers = append(t.headers, headerProgram{name: name, prog: p})
-		t.uses |= p.uses
 	}
+	var ps []*program
+	for _, p := range []*program{t.key, t.value} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	for _, h := range t.headers {
+		ps = append(ps, h.prog)
+	}
+	t.reads = readsOf(ps...)
 	return t, nil
 }
 

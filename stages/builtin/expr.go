@@ -169,6 +169,41 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	return prog, nil
 }
 
+// reads is what a stage's programs read of a record, worked out once
+// when the stage is built: the variables, and of json the top-level
+// fields (nil: the whole value) with their variables in the byField
+// forms.
+type reads struct {
+	uses   uses
+	fields []string // of json: nil for the whole value
+	vars   []string // fieldVar of each of fields, if project
+	// project: every program that reads json has a byField form, so a
+	// record whose value is a JSON object can run them all.
+	project bool
+}
+
+// readsOf merges what programs read.
+func readsOf(programs ...*program) *reads {
+	rd := &reads{project: true}
+	var fields [][]string
+	for _, p := range programs {
+		rd.uses |= p.uses
+		if p.uses&useJSON != 0 {
+			fields = append(fields, p.fields)
+			rd.project = rd.project && p.byField != nil
+		}
+	}
+	rd.fields = mergeFields(fields)
+	rd.project = rd.project && rd.fields != nil
+	if rd.project {
+		rd.vars = make([]string, len(rd.fields))
+		for i, f := range rd.fields {
+			rd.vars[i] = fieldVar(f)
+		}
+	}
+	return rd
+}
+
 // evaluator runs programs over records. It is not safe for concurrent
 // use: a stage makes one per Process call and reuses it for every record
 // of the batch, so the VM's stack and the environment are allocated once
@@ -177,38 +212,17 @@ type evaluator struct {
 	vm      vm.VM
 	env     map[string]any
 	headers map[string]string
-	uses    uses
-	fields  []string    // of json: nil for the whole value
-	vars    []string    // fieldVar of each of fields
+	reads   *reads
 	cache   *memo.Cache // the chain call's, if any
-	// canProject: every program that reads json has a byField form.
-	// projected: the loaded record's json fields are in vars, and the
-	// byField forms run.
-	canProject, projected bool
+	// projected: the loaded record's json fields are in reads.vars, and
+	// the byField forms run.
+	projected bool
 }
 
-// newEvaluator returns an evaluator for programs; ctx is the Process
-// call's, whose memo (if any) the evaluator shares.
-func newEvaluator(ctx context.Context, programs ...*program) *evaluator {
-	e := &evaluator{env: make(map[string]any, len(envTypes)), cache: memo.From(ctx)}
-	var fields [][]string
-	e.canProject = true
-	for _, p := range programs {
-		e.uses |= p.uses
-		if p.uses&useJSON != 0 {
-			fields = append(fields, p.fields)
-			e.canProject = e.canProject && p.byField != nil
-		}
-	}
-	e.fields = mergeFields(fields)
-	e.canProject = e.canProject && e.fields != nil
-	if e.canProject {
-		e.vars = make([]string, len(e.fields))
-		for i, f := range e.fields {
-			e.vars[i] = fieldVar(f)
-		}
-	}
-	return e
+// newEvaluator returns an evaluator for programs that read rd; ctx is
+// the Process call's, whose memo (if any) the evaluator shares.
+func newEvaluator(ctx context.Context, rd *reads) *evaluator {
+	return &evaluator{env: make(map[string]any, len(envTypes)), reads: rd, cache: memo.From(ctx)}
 }
 
 // load sets the variables the programs use to r's. Key, value and header
@@ -218,7 +232,7 @@ func newEvaluator(ctx context.Context, programs ...*program) *evaluator {
 // programs read json and the value holds a number no int or float64
 // holds: the record fails.
 func (e *evaluator) load(r *stages.Record) error {
-	u, env := e.uses, e.env
+	u, env := e.reads.uses, e.env
 	if u&useKey != 0 {
 		env[varKey] = bytesString(r.Key)
 	}
@@ -251,7 +265,7 @@ func (e *evaluator) load(r *stages.Record) error {
 	e.projected = false
 	if u&useJSON != 0 {
 		d := docFor(e.cache, r.Value)
-		if e.canProject && d.project(r.Value, e.fields, e.vars, env) {
+		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env) {
 			e.projected = true
 			return nil
 		}

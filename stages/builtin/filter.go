@@ -24,7 +24,8 @@ func init() {
 
 // filter keeps the records its expression is true for.
 type filter struct {
-	cond *program
+	cond  *program
+	reads *reads
 }
 
 func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
@@ -36,14 +37,14 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &filter{cond: p}, nil
+	return &filter{cond: p, reads: readsOf(p)}, nil
 }
 
 // Process returns the records the condition holds for, sharing them with
 // in. A record whose evaluation fails is reported in a
 // *stages.RecordErrors.
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
-	e := newEvaluator(ctx, f.cond)
+	e := newEvaluator(ctx, f.reads)
 	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)

@@ -208,9 +208,10 @@ func TestByFieldFormMatchesAsWritten(t *testing.T) {
 		}
 		for _, v := range values {
 			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
-			fast := newEvaluator(context.Background(), p)
-			slow := newEvaluator(context.Background(), p)
-			slow.canProject = false
+			fast := newEvaluator(context.Background(), readsOf(p))
+			asWritten := *readsOf(p)
+			asWritten.project = false
+			slow := newEvaluator(context.Background(), &asWritten)
 			fastOut, fastErr := loadAndRun(fast, &r, p)
 			slowOut, slowErr := loadAndRun(slow, &r, p)
 			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {

@@ -44,12 +44,12 @@ func TestJSONParsedOnlyWhenUsed(t *testing.T) {
 		}
 		return p
 	}
-	e := newEvaluator(context.Background(), compiled(`value`))
+	e := newEvaluator(context.Background(), readsOf(compiled(`value`)))
 	e.env[varJSON] = "stale"
 	if err := e.load(&valid); err != nil || e.env[varJSON] != "stale" {
 		t.Errorf("json parsed though no expression uses it")
 	}
-	e = newEvaluator(context.Background(), compiled(`json`))
+	e = newEvaluator(context.Background(), readsOf(compiled(`json`)))
 	if err := e.load(&valid); err != nil {
 		t.Fatal(err)
 	}
