@@ -120,6 +120,13 @@ func TestObserver(t *testing.T) {
 	if o.fetched.Records != 200 || o.fetched.Bytes <= 0 || o.fetched.Errors != 0 || o.fetched.Latency <= 0 {
 		t.Errorf("fetched %+v, want 200 records, some bytes and time, no errors", o.fetched)
 	}
+	var payload int64 // key and value are both values("v")(i), on each partition
+	for i := range 100 {
+		payload += 2 * 2 * int64(len(values("v")(i)))
+	}
+	if o.fetched.Bytes != payload {
+		t.Errorf("fetched %d bytes, want the records' payload, %d", o.fetched.Bytes, payload)
+	}
 	if len(o.commits) == 0 {
 		t.Fatal("no commit reported")
 	}

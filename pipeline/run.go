@@ -358,7 +358,7 @@ func (r *runner) fetch(s *fetch.Stream, j fetchJob) *fetch.Result {
 		switch pr := &res.Partitions[i]; {
 		case pr.Outcome == fetch.OK && pr.Batch != nil:
 			d.Records += len(pr.Batch.Records())
-			d.Bytes += pr.Bytes
+			d.Bytes += pr.Payload
 		case pr.Outcome != fetch.OK && !d.Aborted:
 			d.Errors++
 			if d.Err == nil {

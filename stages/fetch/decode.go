@@ -97,18 +97,20 @@ type partitionDecoder struct {
 	recs    []stages.Record
 	headers []stages.Header // slab the records' headers are cut from
 	next    int64
+	payload int64 // the records' Size
 	bytes   int64 // the records' footprint
 	full    bool  // the room is used up
 }
 
 // decodeRecords returns the records at or after at in raw (zero or more
 // record batches, the last possibly cut short), the next offset to fetch
-// and the memory the records hold (footprint). Control batches (transaction markers),
+// the records' payload (key, value and header bytes) and the memory they
+// hold (footprint). Control batches (transaction markers),
 // and with read_committed the batches of aborted transactions, are
 // skipped but move next past them. It stops once room is used up: a
 // record that does not fit is kept only when nothing else of the
 // response was, so one huge record cannot stall the partition.
-func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *room, ab *aborts, cs *codecs) (recs []stages.Record, next, bytes int64, err error) {
+func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *room, ab *aborts, cs *codecs) (recs []stages.Record, next, payload, bytes int64, err error) {
 	d := partitionDecoder{tp: tp, room: room, aborts: ab, codecs: cs, next: at}
 	if n := countRecords(raw); n > 0 {
 		d.recs = make([]stages.Record, 0, n)
@@ -116,17 +118,17 @@ func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *ro
 	for b := raw; len(b) > 0 && !d.full; {
 		h, ok, err := readHeader(b)
 		if err != nil {
-			return nil, at, 0, err
+			return nil, at, 0, 0, err
 		}
 		if !ok {
 			break
 		}
 		if err := d.batch(&h, b[:h.length]); err != nil {
-			return nil, at, 0, err
+			return nil, at, 0, 0, err
 		}
 		b = b[h.length:]
 	}
-	return d.recs, d.next, d.bytes, nil
+	return d.recs, d.next, d.payload, d.bytes, nil
 }
 
 // minRecordSize is the fewest bytes a record takes: seven one-byte
@@ -194,6 +196,7 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 		}
 		d.room.left -= size
 		d.room.kept = true
+		d.payload += size
 		d.bytes += footprint(size, len(rec.Headers))
 		d.recs = append(d.recs, rec)
 		d.next = rec.Offset + 1

@@ -195,7 +195,7 @@ func TestDecodeRecords(t *testing.T) {
 				}
 				cs := newCodecs()
 				defer cs.close()
-				got, next, size, err := decodeRecords(tp, raw, tt.at, room, nil, cs)
+				got, next, _, size, err := decodeRecords(tp, raw, tt.at, room, nil, cs)
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("err %v, want %v", err, tt.err)
 				}
@@ -237,7 +237,7 @@ func TestDecodeRejectsCorruption(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cs := newCodecs()
 			defer cs.close()
-			_, _, _, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
+			_, _, _, _, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("err %v, want ErrCorrupt", err)
 			}
@@ -285,7 +285,7 @@ func TestDecodeProperty(t *testing.T) {
 				from = append(from, r)
 			}
 		}
-		got, next, _, err := decodeRecords(tp, raw, at, &room{left: 1 << 30}, nil, cs)
+		got, next, _, _, err := decodeRecords(tp, raw, at, &room{left: 1 << 30}, nil, cs)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func FuzzDecodeRecords(f *testing.F) {
 		if at < 0 {
 			at = -at
 		}
-		got, next, size, err := decodeRecords(tp, raw, at, &room{left: 1 << 20}, nil, cs)
+		got, next, payload, size, err := decodeRecords(tp, raw, at, &room{left: 1 << 20}, nil, cs)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -321,12 +321,16 @@ func FuzzDecodeRecords(f *testing.F) {
 		if next < at {
 			t.Fatalf("next %d before the position %d", next, at)
 		}
-		var total int64
+		var total, totalPayload int64
 		for i, r := range got {
 			if r.Offset < at || r.Offset >= next || (i > 0 && r.Offset <= got[i-1].Offset) {
 				t.Fatalf("record %d at offset %d (position %d, next %d, previous %v)", i, r.Offset, at, next, got[max(i-1, 0)].Offset)
 			}
 			total += footprint(int64(r.Size()), len(r.Headers))
+			totalPayload += int64(r.Size())
+		}
+		if totalPayload != payload {
+			t.Fatalf("payload %d, records hold %d", payload, totalPayload)
 		}
 		if total != size {
 			t.Fatalf("size %d, records hold %d (payload and bookkeeping)", size, total)
@@ -353,7 +357,7 @@ func FuzzDecodePayload(f *testing.F) {
 		raw := b.AppendTo(nil)
 		binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-batchLengthEnd))
 		binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[crcStart:], castagnoli))
-		got, next, _, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
+		got, next, _, _, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)

@@ -258,7 +258,7 @@ func (f *Fetcher) decode(b offsetstore.FetchBatch, i int, p *kmsg.FetchResponseT
 		pr.Err = kafka.Error(p.ErrorCode)
 		return pr
 	}
-	recs, next, bytes, err := decodeRecords(e.Partition, p.RecordBatches, at, room, newAborts(p.AbortedTransactions), f.codecs)
+	recs, next, payload, bytes, err := decodeRecords(e.Partition, p.RecordBatches, at, room, newAborts(p.AbortedTransactions), f.codecs)
 	if err != nil {
 		pr.Outcome, pr.Err = Fatal, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
 		return pr
@@ -266,7 +266,7 @@ func (f *Fetcher) decode(b offsetstore.FetchBatch, i int, p *kmsg.FetchResponseT
 	pr.Next = next
 	if len(recs) > 0 {
 		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsetstore.Span{Start: at, End: next}, recs, bytes)
-		pr.Bytes = bytes
+		pr.Bytes, pr.Payload = bytes, payload
 	}
 	return pr
 }

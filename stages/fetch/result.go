@@ -61,6 +61,9 @@ type PartitionResult struct {
 	// the coordinator accounts the byte budget without touching the
 	// batch.
 	Bytes int64
+	// Payload is the key, value and header bytes of Batch's records,
+	// what the fetch brought (for metrics).
+	Payload int64
 }
 
 // Result answers one FetchBatch: Partitions[i] is the answer for entry i
