@@ -24,6 +24,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -325,15 +326,14 @@ func (c *Cluster) layout() error {
 // format formats every node's KRaft storage with one cluster id (and the
 // SCRAM users).
 func (c *Cluster) format(ctx context.Context) error {
-	id := make([]byte, 16)
-	if _, err := rand.Read(id); err != nil {
+	clusterID, err := newClusterID(rand.Reader)
+	if err != nil {
 		return err
 	}
-	clusterID := base64.RawURLEncoding.EncodeToString(id)
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.nodes))
 	for i, n := range c.nodes {
-		args := []string{"kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.properties}
+		args := []string{"kafka.tools.StorageTool", "format", "--cluster-id=" + clusterID, "--config=" + n.properties}
 		if s := c.opts.Secure; s != nil {
 			for u, pw := range s.Scram512 {
 				args = append(args, "--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", u, pw))
@@ -352,6 +352,24 @@ func (c *Cluster) format(ctx context.Context) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// newClusterID returns a random KRaft cluster id: 16 bytes from random in
+// unpadded URL-safe base64, as Kafka's own Uuid.randomUuid writes them, and
+// like Kafka it never returns one that starts with '-': one id in 64 would,
+// and StorageTool's argument parser takes such an id for an option and
+// refuses to format.
+func newClusterID(random io.Reader) (string, error) {
+	id := make([]byte, 16)
+	for {
+		if _, err := io.ReadFull(random, id); err != nil {
+			return "", fmt.Errorf("cluster id: %w", err)
+		}
+		s := base64.RawURLEncoding.EncodeToString(id)
+		if !strings.HasPrefix(s, "-") {
+			return s, nil
+		}
+	}
 }
 
 // java returns a java command on the classpath with the node's log
