@@ -25,10 +25,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -672,8 +674,59 @@ func (c *Cluster) LogTail(lines int) string {
 	return b.String()
 }
 
-// freePorts returns n ports that were free a moment ago.
+// freePorts returns n distinct ports that were free a moment ago. They are
+// taken below the kernel's ephemeral range when it leaves room there: a port
+// from that range can be handed to an outgoing connection while a node is
+// down, and the node could then not listen on it again when it restarts.
 func freePorts(n int) ([]int, error) {
+	low, high, ok := staticPorts()
+	if !ok {
+		return ephemeralPorts(n)
+	}
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 100*n {
+			return nil, fmt.Errorf("find %d free ports in %d-%d: %d found after %d tries; check what listens there", n, low, high-1, len(ports), tries)
+		}
+		port := low + mrand.IntN(high-low)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken; try another
+		}
+		lns = append(lns, ln)
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// staticPorts returns the range [low, high) that freePorts draws from: from
+// 10000 to the start of the kernel's ephemeral range, if that range is known
+// and leaves at least 1000 ports below it.
+func staticPorts() (low, high int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0, 0, false
+	}
+	start, err := strconv.Atoi(fields[0])
+	if err != nil || start < 11000 {
+		return 0, 0, false
+	}
+	return 10000, start, true
+}
+
+// ephemeralPorts returns n distinct ports the kernel handed out and that
+// were free a moment ago.
+func ephemeralPorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
 		for _, ln := range lns {
