@@ -105,8 +105,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 		if c.OnStage != nil {
 			began = time.Now()
 		}
-		var tally failureTally
-		failedAt := -1
+		failedAt, deadLettered := -1, 0
 		out, err := c.call(ctx, st, in)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -117,7 +116,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 				known = re
 			}
 			var cause error
-			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err, &tally)
+			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err, &deadLettered)
 			if err != nil {
 				return nil, err
 			}
@@ -129,7 +128,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 			}
 		}
 		if c.OnStage != nil {
-			c.OnStage(tally.run(st.Name, in, out, failedAt, time.Since(began)))
+			c.OnStage(stageRun(st.Name, in, out, failedAt, deadLettered, time.Since(began)))
 		}
 		if stop != nil {
 			out = sources(records).below(out, stop.Offset)
@@ -152,9 +151,10 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 // stops at the first record that fails for good: failedAt is its index in
 // in, cause says why, and out holds the output of the records before it
 // only. failedAt is -1 when every record finished or was dead-lettered.
-// A non-nil err means ctx ended.
+// Each record dead-lettered adds one to *deadLettered. A non-nil err
+// means ctx ended.
 func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
-	tally *failureTally) (out []stages.Record, failedAt int, cause, err error) {
+	deadLettered *int) (out []stages.Record, failedAt int, cause, err error) {
 	j := 0 // next output of known
 	for i := range in {
 		var recErr error
@@ -182,17 +182,14 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 			return nil, -1, nil, aborted(ctx)
 		}
 		if c.Policy.Stop {
-			tally.failed++
 			return out, i, recErr, nil
 		}
 		switch dlErr := c.deadLetter(ctx, st.Name, in[i], recErr); {
 		case dlErr == nil:
-			tally.failed++
-			tally.deadLettered++
+			*deadLettered++
 		case ctx.Err() != nil:
 			return nil, -1, nil, aborted(ctx)
 		default: // undeliverable: the partition stops here
-			tally.failed++
 			return out, i, dlErr, nil
 		}
 	}

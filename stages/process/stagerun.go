@@ -9,25 +9,19 @@ import (
 	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
-// failureTally counts the records of one stage's run that failed for
-// good, for StageRun.
-type failureTally struct {
-	failed       int // dead-lettered or stopping the partition
-	deadLettered int
-}
-
-// run builds the StageRun of a stage given in that returned out. A
-// record at failedAt (>= 0) stopped the run: it and the records after it
-// neither finished nor were dropped.
-func (t failureTally) run(stage string, in, out []stages.Record, failedAt int, d time.Duration) StageRun {
-	handled := in
+// stageRun builds the StageRun of a stage given in that returned out,
+// deadLettered of its records sent to the dead-letter sink. A record at
+// failedAt (>= 0) stopped the run: it failed for good, and the records
+// after it neither finished nor were dropped.
+func stageRun(stage string, in, out []stages.Record, failedAt, deadLettered int, d time.Duration) StageRun {
+	handled, failed := in, deadLettered
 	if failedAt >= 0 {
-		handled = in[:failedAt]
+		handled, failed = in[:failedAt], deadLettered+1
 	}
 	return StageRun{
 		Stage: stage, In: len(in), Out: len(out),
-		Dropped: max(withoutOutput(handled, out)-t.deadLettered, 0),
-		Failed:  t.failed, DeadLettered: t.deadLettered, Duration: d,
+		Dropped: max(withoutOutput(handled, out)-deadLettered, 0),
+		Failed:  failed, DeadLettered: deadLettered, Duration: d,
 	}
 }
 
