@@ -269,7 +269,7 @@ func (r *runner) run(ctx context.Context) error {
 	}
 	processor := process.NewProcessor(process.Config{
 		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
-		Log: logging.ForStage(log), OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
+		OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
 	})
 
 	wg.Go(func() { loop.run(runCtx) })

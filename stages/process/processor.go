@@ -18,7 +18,6 @@ type Config struct {
 	// of a partition with different keys are processed concurrently,
 	// records with the same key never are.
 	KeyOrdering bool
-	Log         stages.Logger // default: stages.NopLogger
 	// OnDone, if set, is called with the number of source records of
 	// every batch that finished them.
 	OnDone func(records int)
@@ -36,11 +35,8 @@ func NewProcessor(cfg Config) *Processor {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
 	}
-	if cfg.Log == nil {
-		cfg.Log = stages.NopLogger
-	}
 	if cfg.Chain.Log == nil {
-		cfg.Chain.Log = cfg.Log
+		cfg.Chain.Log = stages.NopLogger
 	}
 	s := NewScheduler(cfg.Concurrency, cfg.KeyOrdering)
 	s.onDone = cfg.OnDone
