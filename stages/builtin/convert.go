@@ -11,30 +11,40 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// marshalJSON is compact JSON without HTML escaping (a record value is
-// not HTML). The result is a fresh slice; the encoder and its buffer are
-// reused.
+// appendJSON appends v's compact JSON to dst, as encoding/json writes it
+// (map keys sorted) but without HTML escaping: a record value is not HTML.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	return fastjson.Append(dst, v, fastjson.SortMapKeys)
+}
+
+// marshalJSON is v's JSON (appendJSON) in a fresh slice of its exact size;
+// the scratch buffer it is written in first is reused.
 func marshalJSON(v any) ([]byte, error) {
-	m := marshalers.Get().(*marshaler)
-	defer marshalers.Put(m)
-	m.buf.Reset()
-	if err := m.enc.Encode(v); err != nil {
+	p := scratchBuffers.Get().(*[]byte)
+	b, err := appendJSON((*p)[:0], v)
+	out := bytes.Clone(b)
+	putScratch(p, b)
+	if err != nil {
 		return nil, err
 	}
-	return bytes.Clone(bytes.TrimSuffix(m.buf.Bytes(), []byte("\n"))), nil
+	return out, nil
 }
 
-type marshaler struct {
-	buf bytes.Buffer
-	enc *fastjson.Encoder
+// putScratch returns a buffer taken from scratchBuffers, keeping b (what
+// it grew into) unless b is too large to pin.
+func putScratch(p *[]byte, b []byte) {
+	if cap(b) <= maxPooledScratch {
+		*p = b
+	}
+	scratchBuffers.Put(p)
 }
 
-var marshalers = sync.Pool{New: func() any {
-	m := &marshaler{}
-	m.enc = fastjson.NewEncoder(&m.buf)
-	m.enc.SetEscapeHTML(false)
-	return m
-}}
+// maxPooledScratch is the largest buffer putScratch keeps: one huge value
+// does not stay pinned in the pool.
+const maxPooledScratch = 64 << 10
+
+// scratchBuffers holds *[]byte buffers to encode JSON in.
+var scratchBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // toBytes converts an expression's result to record bytes: a string to
 // its bytes, []byte as is, nil to nil (a null key, value or header), any

@@ -122,11 +122,14 @@ func compileByField(src string, fields []string) (*vm.Program, error) {
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
 var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
-	b, err := marshalJSON(params[0])
+	p := scratchBuffers.Get().(*[]byte)
+	b, err := appendJSON((*p)[:0], params[0])
+	s := string(b)
+	putScratch(p, b)
 	if err != nil {
 		return nil, err
 	}
-	return string(b), nil
+	return s, nil
 }, new(func(any) string))
 
 // compile compiles src once, at build time. A syntax or type error is an

@@ -100,9 +100,9 @@ func (s *logStage) format1(b *bytes.Buffer, r *stages.Record) {
 				jr.Headers[h.Key] = str(h.Value)
 			}
 		}
-		j, err := marshalJSON(jr)
+		j, err := appendJSON(b.AvailableBuffer(), jr)
 		if err != nil { // not possible for these field types; print why instead of the record
-			j = strconv.AppendQuote(nil, err.Error())
+			j = strconv.AppendQuote(b.AvailableBuffer(), err.Error())
 		}
 		b.Write(j)
 	default:
