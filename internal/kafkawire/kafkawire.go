@@ -1,7 +1,8 @@
-// Package kafkawire is how the engine's steps (fetch, resolve, the
-// metadata refresher) send Kafka requests: a kafka-go RoundTripper and
-// the cluster's bootstrap address behind a type of this module, so that
-// no kafka-go type appears in the steps' exported API.
+// Package kafkawire is how the engine's steps send Kafka requests, so that
+// no kafka-go type appears in the steps' exported API: Client (a kafka-go
+// RoundTripper and the cluster's bootstrap address) for resolve and the
+// metadata refresher, and Dialer and Conn (one connection to one broker)
+// for the fetch streams.
 package kafkawire
 
 import (

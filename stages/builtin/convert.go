@@ -79,7 +79,6 @@ type headerProgram struct {
 	prog *program
 }
 
-// programs returns the transform's expressions.
 // compileTransform compiles the key, value and headers options (each
 // optional) of a stage.
 func compileTransform(opts stages.Options) (*transform, error) {

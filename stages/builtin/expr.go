@@ -96,14 +96,10 @@ func fieldVar(field string) string { return "\x00json." + field }
 type fieldPatch struct{}
 
 func (fieldPatch) Visit(n *ast.Node) {
-	m, ok := (*n).(*ast.MemberNode)
-	if !ok || m.Method {
-		return
-	}
-	id, isIdent := m.Node.(*ast.IdentifierNode)
-	prop, isConst := m.Property.(*ast.StringNode)
-	if isIdent && isConst && id.Value == varJSON {
-		ast.Patch(n, &ast.IdentifierNode{Value: fieldVar(prop.Value)})
+	if m, ok := (*n).(*ast.MemberNode); ok {
+		if field, ok := jsonField(m); ok {
+			ast.Patch(n, &ast.IdentifierNode{Value: fieldVar(field)})
+		}
 	}
 }
 

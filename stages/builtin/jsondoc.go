@@ -279,12 +279,22 @@ func (f *fieldUse) Visit(n *ast.Node) {
 			f.idents++
 		}
 	case *ast.MemberNode:
-		id, isIdent := x.Node.(*ast.IdentifierNode)
-		prop, isConst := x.Property.(*ast.StringNode)
-		if isIdent && isConst && id.Value == varJSON && !x.Method {
-			f.fields = append(f.fields, prop.Value)
+		if field, ok := jsonField(x); ok {
+			f.fields = append(f.fields, field)
 		}
 	}
+}
+
+// jsonField returns the field m reads if m is a constant member access on
+// the json identifier (json.type, json?.user, json["a b"]): the accesses
+// fieldUse collects are exactly those fieldPatch rewrites.
+func jsonField(m *ast.MemberNode) (string, bool) {
+	id, isIdent := m.Node.(*ast.IdentifierNode)
+	prop, isConst := m.Property.(*ast.StringNode)
+	if m.Method || !isIdent || !isConst || id.Value != varJSON {
+		return "", false
+	}
+	return prop.Value, true
 }
 
 // mergeFields combines what several expressions read from json: nil

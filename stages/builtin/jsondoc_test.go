@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,32 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
+
+// parseJSON parses a whole record value the way the stages did before
+// projections (jsonDoc), as an independent oracle for them. ok is false if v is
+// not valid JSON (json is then nil); err is a *NumberError for a valid
+// value with a number that cannot be held. Values whose whole numbers a
+// float64 holds (nearly all) take encoding/json's fast path.
+func parseJSON(v []byte) (x any, ok bool, err error) {
+	if err := json.Unmarshal(v, &x); err != nil {
+		if _, isType := err.(*json.UnmarshalTypeError); isType { // valid (checked first), a number beyond a float64
+			_, err := scanNumbers(v)
+			return nil, false, err
+		}
+		return nil, false, nil
+	}
+	if big, err := scanNumbers(v); err != nil || !big {
+		return x, err == nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	x = nil
+	if err := dec.Decode(&x); err != nil {
+		return nil, false, nil
+	}
+	x, err = convertNumbers(x)
+	return x, err == nil, err
+}
 
 // fullValue is what the json variable held before projections: the whole
 // value parsed (nil if invalid), or the parse's error.

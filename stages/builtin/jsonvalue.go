@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -74,31 +73,6 @@ func shorten(lit string) string {
 		return strings.Clone(lit)
 	}
 	return lit[:38] + "…"
-}
-
-// parseJSON parses a record value for expressions. ok is false if v is
-// not valid JSON (json is then nil); err is a *NumberError for a valid
-// value with a number that cannot be held. Values whose whole numbers a
-// float64 holds (nearly all) take encoding/json's fast path.
-func parseJSON(v []byte) (x any, ok bool, err error) {
-	if err := json.Unmarshal(v, &x); err != nil {
-		if _, isType := err.(*json.UnmarshalTypeError); isType { // valid (checked first), a number beyond a float64
-			_, err := scanNumbers(v)
-			return nil, false, err
-		}
-		return nil, false, nil
-	}
-	if big, err := scanNumbers(v); err != nil || !big {
-		return x, err == nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	x = nil
-	if err := dec.Decode(&x); err != nil {
-		return nil, false, nil
-	}
-	x, err = convertNumbers(x)
-	return x, err == nil, err
 }
 
 // convertNumbers replaces the json.Numbers in x, in place.

@@ -14,9 +14,10 @@ import (
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
-// Metadata reads partition leaders of the consumed topics from a kafka-go
-// Transport's metadata cache, the same cache that routes fetches, so the
-// coordinator groups partitions the way the transport will send them.
+// Metadata reads the partition leaders of the consumed topics with one
+// Metadata request, and from the same response fills Brokers, the
+// addresses the fetch Streams dial: the coordinator groups partitions by
+// the leaders the streams will reach.
 type Metadata struct {
 	client  *kafkawire.Client
 	topics  []string
