@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
@@ -282,7 +281,7 @@ func (c Config) Validate() error {
 	}
 	if s := c.Kafka.SASL; s != nil {
 		if _, err := kafkaauth.New(s.Mechanism, s.Username, ""); err != nil {
-			bad("kafka.sasl.mechanism", "%q is not %s", s.Mechanism, strings.Join(kafkaauth.Mechanisms, ", "))
+			errs = append(errs, err) // names kafka.sasl.mechanism and the mechanisms known
 		}
 		if s.Username == "" {
 			bad("kafka.sasl.username", "required with SASL")

@@ -16,12 +16,12 @@ import (
 	franzscram "github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// Mechanisms are the SASL mechanisms a configuration can name.
-var Mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+// mechanisms are the SASL mechanisms a configuration can name.
+var mechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // Auth is one set of SASL credentials, for either client.
 type Auth struct {
-	mechanism string // upper case, one of Mechanisms
+	mechanism string // upper case, one of mechanisms
 	user      string
 	password  string
 }
@@ -30,12 +30,12 @@ type Auth struct {
 // credentials. The error names the configuration key and the choices.
 func New(mechanism, user, password string) (Auth, error) {
 	m := strings.ToUpper(mechanism)
-	for _, ok := range Mechanisms {
+	for _, ok := range mechanisms {
 		if m == ok {
 			return Auth{mechanism: m, user: user, password: password}, nil
 		}
 	}
-	return Auth{}, fmt.Errorf("kafka.sasl.mechanism: %q is not %s", mechanism, strings.Join(Mechanisms, ", "))
+	return Auth{}, fmt.Errorf("kafka.sasl.mechanism: %q is not %s", mechanism, strings.Join(mechanisms, ", "))
 }
 
 // KafkaGo returns the mechanism for kafka-go's Transport and Dialer.
