@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -162,21 +163,13 @@ var errTest = errors.New("rejected by the test")
 // given offsets of every partition.
 func rejectOffsets(offsets ...int64) stages.Stage {
 	return stageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-		var re stages.RecordErrors
-		for i, r := range in {
-			for _, o := range offsets {
-				if r.Offset == o {
-					re.Fail(i, stages.Permanent(errTest))
-				}
+		return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+			if slices.Contains(offsets, r.Offset) {
+				return stages.Permanent(errTest)
 			}
-			if _, failed := re.Errs[i]; !failed {
-				re.Emit(i, r)
-			}
-		}
-		if re.Failed() {
-			return nil, &re
-		}
-		return in, nil
+			emit(*r)
+			return nil
+		})
 	})
 }
 

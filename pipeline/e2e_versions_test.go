@@ -60,19 +60,14 @@ func TestRequestVersionsMeetKafka4(t *testing.T) {
 	// a stage that rejects one record, which goes to the dead-letter topic
 	var processed sync.Map
 	reject := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
-		var errs stages.RecordErrors
-		for i, r := range in {
+		return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
 			processed.Store(fmt.Sprint(r.Partition, r.Offset), true)
 			if r.Partition == 0 && r.Offset == 7 {
-				errs.Fail(i, stages.Permanent(errors.New("rejected on purpose")))
-				continue
+				return stages.Permanent(errors.New("rejected on purpose"))
 			}
-			errs.Emit(i, r)
-		}
-		if errs.Failed() {
-			return nil, &errs
-		}
-		return in, nil
+			emit(*r)
+			return nil
+		})
 	})
 	cfg := fastConfig(c, "g-versions", "v")
 	cfg.DeadLetter = pipeline.DeadLetterConfig{Topic: "v.dlq"}
