@@ -134,7 +134,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	// The ports are free when picked, but something else may take one
-	// before the JVM binds it: then start again, elsewhere.
+	// before a proxy or the JVM binds it: then start again, elsewhere.
 	dir := o.Dir
 	for attempt := 1; ; attempt++ {
 		o.Dir = filepath.Join(dir, fmt.Sprintf("attempt-%d", attempt))
@@ -142,7 +142,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 			o.Dir = dir
 		}
 		c, err := start(ctx, o, cp)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+		taken := errors.Is(err, syscall.EADDRINUSE) || // a proxy's listener
+			err != nil && strings.Contains(err.Error(), "Address already in use") // a JVM's
+		if err == nil || attempt == 3 || !taken {
 			return c, err
 		}
 		if o.Progress != nil {
@@ -188,25 +190,19 @@ func start(ctx context.Context, o Options, cp string) (*Cluster, error) {
 func (c *Cluster) layout() error {
 	o := c.opts
 	type ports struct {
-		proxy                        net.Listener
 		client, internal, controller int
-		secure                       int
+		secure, proxy                int
 	}
-	ps := make([]ports, o.Nodes)
-	free, err := freePorts(4 * o.Nodes) // all at once: no port twice
+	// All at once, so no port is picked twice. The proxy's port is one of
+	// them too: a killed node's proxy listens on it again at restart.
+	free, err := freePorts(5 * o.Nodes)
 	if err != nil {
 		return err
 	}
+	ps := make([]ports, o.Nodes)
 	for i := range ps {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			for _, p := range ps[:i] {
-				p.proxy.Close()
-			}
-			return err
-		}
-		ps[i].proxy = ln
-		ps[i].client, ps[i].internal, ps[i].controller, ps[i].secure = free[4*i], free[4*i+1], free[4*i+2], free[4*i+3]
+		f := free[5*i:]
+		ps[i] = ports{client: f[0], internal: f[1], controller: f[2], secure: f[3], proxy: f[4]}
 	}
 	voters := make([]string, o.Nodes)
 	for i := range ps {
@@ -218,11 +214,14 @@ func (c *Cluster) layout() error {
 		id := int32(i + 1)
 		dir := filepath.Join(o.Dir, fmt.Sprintf("node-%d", id))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			p.proxy.Close()
 			return err
 		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p.proxy))
+		if err != nil {
+			return err // Start tries other ports if it was taken meanwhile
+		}
 		n := &node{id: id, dir: dir, properties: filepath.Join(dir, "server.properties"), log: filepath.Join(dir, "broker.log")}
-		n.proxy = newProxy(id, p.proxy, fmt.Sprintf("127.0.0.1:%d", p.client), &c.hook)
+		n.proxy = newProxy(id, ln, fmt.Sprintf("127.0.0.1:%d", p.client), &c.hook)
 		c.nodes = append(c.nodes, n)
 		c.Addrs = append(c.Addrs, n.proxy.addr())
 		c.DirectAddrs = append(c.DirectAddrs, fmt.Sprintf("127.0.0.1:%d", p.client))
