@@ -176,7 +176,7 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) ([]byte, error) 
 	body := frame[4:]
 	// flexible responses (but ApiVersions') have a tagged-field header
 	if req.IsFlexible() && req.Key() != 18 {
-		n, err := skipTags(body)
+		n, err := SkipTags(body)
 		if err != nil {
 			return nil, err
 		}
@@ -185,9 +185,10 @@ func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) ([]byte, error) 
 	return body, nil
 }
 
-// skipTags returns the length of the tagged-field section at the start
-// of b.
-func skipTags(b []byte) (int, error) {
+// SkipTags returns the length of the tagged-field section (a flexible
+// version's header or body tags) at the start of b, or an error if it is
+// malformed or runs past b.
+func SkipTags(b []byte) (int, error) {
 	count, n := binary.Uvarint(b)
 	if n <= 0 {
 		return 0, errors.New("bad tagged fields")

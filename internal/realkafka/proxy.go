@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
 
 // Request is one client request that passed through a node's proxy.
@@ -44,23 +46,11 @@ func (r *Request) Decode() (kmsg.Request, error) {
 		b = b[n:]
 	}
 	if req.IsFlexible() { // header v2: tagged fields
-		count, m := binary.Uvarint(b)
-		if m <= 0 {
-			return nil, errors.New("bad header tags")
+		n, err := kafkawire.SkipTags(b)
+		if err != nil {
+			return nil, fmt.Errorf("request header: %w", err)
 		}
-		b = b[m:]
-		for i := uint64(0); i < count; i++ {
-			_, m := binary.Uvarint(b)
-			if m <= 0 {
-				return nil, errors.New("bad header tag")
-			}
-			b = b[m:]
-			size, m := binary.Uvarint(b)
-			if m <= 0 || uint64(len(b)-m) < size {
-				return nil, errors.New("bad header tag size")
-			}
-			b = b[m+int(size):]
-		}
+		b = b[n:]
 	}
 	if err := req.ReadFrom(b); err != nil {
 		return nil, err
