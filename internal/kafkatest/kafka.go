@@ -28,8 +28,6 @@ type Kafka struct {
 	// Nodes are the broker ids; CreateTopic puts partition i's leader on
 	// Nodes[i mod len(Nodes)].
 	Nodes []int32
-	// Real is true on Apache Kafka.
-	Real bool
 
 	prefix      string
 	createTopic func(ctx context.Context, topic string, partitions int32) error
@@ -37,13 +35,10 @@ type Kafka struct {
 	intercept   func(t testing.TB, key int16, fn Interceptor)
 }
 
-// Action is what an Interceptor decides for a request.
-type Action struct {
-	// Delay holds the request back before the broker handles it.
-	Delay time.Duration
-	// Cut drops the client's connection instead.
-	Cut bool
-}
+// Action is what an Interceptor decides for a request: hold it back
+// (Delay) before the broker handles it, or drop the client's connection
+// instead (Cut). It is the real-Kafka proxies' own type.
+type Action = realkafka.Action
 
 // Interceptor sees a request of one key that broker node received; it may
 // hold it back or cut the connection.
@@ -293,18 +288,25 @@ func (k *Kafka) Bounds(t testing.TB, topic string, partition int32) (logStart, h
 // interceptor per key; they are removed when the test that set them ends).
 func FromReal(t testing.TB, c *realkafka.Cluster) *Kafka {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0), kgo.MetadataMinAge(10*time.Millisecond))
+	cl, err := newClient(c.Addrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	k := &Kafka{Addrs: c.Addrs, Client: cl, Admin: kadm.NewClient(cl), Nodes: c.Nodes(), Real: true}
+	k := &Kafka{Addrs: c.Addrs, Client: cl, Admin: kadm.NewClient(cl), Nodes: c.Nodes()}
 	hooks := &realHooks{c: c, fns: map[int16]Interceptor{}}
 	k.createTopic = k.createPlaced
 	k.moveLeader = k.electPreferred
 	k.intercept = hooks.set
 	return k
+}
+
+// newClient returns the client a Kafka produces and administers with:
+// records go to the partition they name, unbatched, and metadata is
+// refreshed quickly (tests create topics and move leaders).
+func newClient(addrs []string, extra ...kgo.Opt) (*kgo.Client, error) {
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0), kgo.MetadataMinAge(10 * time.Millisecond)}, extra...)...)
 }
 
 // realHooks dispatches the proxies' requests to the interceptors by key.
@@ -329,8 +331,7 @@ func (h *realHooks) set(t testing.TB, key int16, fn Interceptor) {
 		if err != nil {
 			return realkafka.Action{}
 		}
-		act := fn(r.Node, req)
-		return realkafka.Action{Delay: act.Delay, Cut: act.Cut}
+		return fn(r.Node, req)
 	})
 	t.Cleanup(func() {
 		h.mu.Lock()

@@ -61,8 +61,7 @@ func start(brokers int, client []kgo.Opt, opts ...kfake.Opt) (*Cluster, error) {
 		return nil, err
 	}
 	addrs := fc.ListenAddrs()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0), kgo.MetadataMinAge(10 * time.Millisecond)}, client...)...)
+	cl, err := newClient(addrs, client...)
 	if err != nil {
 		fc.Close()
 		return nil, err
@@ -98,11 +97,6 @@ func (c *Cluster) CreateTopic(t testing.TB, topic string, partitions int32) {
 func (c *Cluster) DeleteRecords(t testing.TB, topic string, partition int32, before int64) {
 	t.Helper()
 	c.Kafka.DeleteRecords(t, topic, partition, before)
-}
-
-// CreateTopicE is CreateTopic returning its error.
-func (c *Cluster) CreateTopicE(topic string, partitions int32) error {
-	return c.Kafka.CreateTopicE(topic, partitions)
 }
 
 // createTopic creates a topic with one replica and moves partition i's
