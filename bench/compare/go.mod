@@ -2,8 +2,6 @@ module github.com/fencepost-dev/fencepost/bench/compare
 
 go 1.26.0
 
-replace github.com/fencepost-dev/fencepost => ../..
-
 require (
 	github.com/benthosdev/benthos/v4 v4.27.0
 	github.com/schollz/progressbar/v3 v3.19.1

@@ -18,6 +18,7 @@ import (
 // benchmarks against a separate-process cluster.
 type consumeRun struct {
 	title      string
+	phase      string // of the progress bar's weights: raw, partitions or brokers3
 	bench      string // -bench pattern
 	partitions []int
 	valueSize  int
@@ -37,14 +38,14 @@ func (s *suite) consumePhases(ctx context.Context) error {
 	if s.phases["raw"] || s.phases["partitions"] {
 		err := s.withCluster(ctx, 1, func(addrs []string) error {
 			if s.phases["raw"] {
-				c, err := s.consume(ctx, addrs, consumeRun{title: "4 partitions, one broker, 100 B records", bench: benchRaw, partitions: []int{4}, valueSize: 100})
+				c, err := s.consume(ctx, addrs, consumeRun{title: "4 partitions, one broker, 100 B records", phase: "raw", bench: benchRaw, partitions: []int{4}, valueSize: 100})
 				if err != nil {
 					return err
 				}
 				s.rep.Raw = c
 			}
 			if s.phases["partitions"] {
-				c, err := s.consume(ctx, addrs, consumeRun{title: "4, 64 and 512 partitions, one broker, 100 B records", bench: benchPartitions, partitions: []int{4, 64, 512}, valueSize: 100})
+				c, err := s.consume(ctx, addrs, consumeRun{title: "4, 64 and 512 partitions, one broker, 100 B records", phase: "partitions", bench: benchPartitions, partitions: []int{4, 64, 512}, valueSize: 100})
 				if err != nil {
 					return err
 				}
@@ -59,7 +60,7 @@ func (s *suite) consumePhases(ctx context.Context) error {
 	if s.phases["brokers3"] {
 		return s.withCluster(ctx, 3, func(addrs []string) error {
 			for _, size := range []int{100, 1000} {
-				c, err := s.consume(ctx, addrs, consumeRun{title: fmt.Sprintf("64 partitions over three brokers, %s records", sizeName(size)), bench: benchPartitions, partitions: []int{64}, valueSize: size})
+				c, err := s.consume(ctx, addrs, consumeRun{title: fmt.Sprintf("64 partitions over three brokers, %s records", sizeName(size)), phase: "brokers3", bench: benchPartitions, partitions: []int{64}, valueSize: size})
 				if err != nil {
 					return err
 				}
@@ -107,15 +108,8 @@ func (s *suite) consume(ctx context.Context, addrs []string, r consumeRun) (*rep
 	c := &report.Consume{Title: r.title, Brokers: len(addrs), Partitions: r.partitions, ValueSize: r.valueSize, Records: o.scaleRecords,
 		Command: fmt.Sprintf("go test ./bench %s -args %s", shellQuote(args), shellQuote(flags))}
 	c.Command = strings.Replace(c.Command, strings.Join(addrs, ","), "$BROKERS", 1)
-	phase := "raw"
-	if r.bench == benchPartitions {
-		phase = "partitions"
-		if len(addrs) == 3 {
-			phase = "brokers3"
-		}
-	}
-	weight := s.consumeWeight(phase)
-	if phase == "brokers3" {
+	weight := s.consumeWeight(r.phase)
+	if r.phase == "brokers3" {
 		weight /= 2
 	}
 	end := s.prog.step(fmt.Sprintf("consume: %s, %d run(s)", r.title, o.runs), weight)
@@ -124,7 +118,7 @@ func (s *suite) consume(ctx context.Context, addrs []string, r consumeRun) (*rep
 		testArgs = append(testArgs, "-test."+strings.TrimPrefix(args[i], "-"), args[i+1])
 	}
 	testArgs = append(testArgs, flags...)
-	name := fmt.Sprintf("bench-%s-%d", phase, r.valueSize)
+	name := fmt.Sprintf("bench-%s-%d", r.phase, r.valueSize)
 	child, err := s.procs.Start(name, filepath.Join(s.lay.root, "bench"), s.bins.benchTest, testArgs, nil)
 	if err != nil {
 		end()

@@ -233,8 +233,9 @@ func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.
 // values.
 func valueSizes(n int64) [2]int {
 	lo, hi := 1<<30, 0
+	ts := time.Now().UnixMicro()
 	for i := int64(0); i < min(n, 10_000); i++ {
-		l := len(events.Value(i, time.Now().UnixMicro()))
+		l := len(events.Value(events.Make(i, ts)))
 		lo, hi = min(lo, l), max(hi, l)
 	}
 	return [2]int{lo, hi}

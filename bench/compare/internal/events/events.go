@@ -84,9 +84,9 @@ func Make(i int64, ts int64) Event {
 	}
 }
 
-// Value is event i's JSON encoding, the record value the loader writes.
-func Value(i int64, ts int64) []byte {
-	b, err := json.Marshal(Make(i, ts))
+// Value is an event's JSON encoding, the record value the loader writes.
+func Value(e Event) []byte {
+	b, err := json.Marshal(e)
 	if err != nil { // a struct of strings and numbers always encodes
 		panic(err)
 	}

@@ -27,9 +27,9 @@ func TestValueSizeAndDeterminism(t *testing.T) {
 	minSize, maxSize := 1<<30, 0
 	positions := map[int64]int{}
 	for i := int64(0); i < 10_000; i++ {
-		v := Value(i, 1_764_547_200_000_000)
+		v := Value(Make(i, 1_764_547_200_000_000))
 		minSize, maxSize = min(minSize, len(v)), max(maxSize, len(v))
-		if string(v) != string(Value(i, 1_764_547_200_000_000)) {
+		if string(v) != string(Value(Make(i, 1_764_547_200_000_000))) {
 			t.Fatalf("event %d differs between two calls", i)
 		}
 		var e Event

@@ -135,7 +135,7 @@ func Load(ctx context.Context, addrs []string, topic string, n int64, progress f
 	ts := time.Now().UnixMicro()
 	for i := int64(0); i < n; i++ {
 		e := events.Make(i, ts)
-		r := &kgo.Record{Key: events.Key(e), Value: events.Value(i, ts)}
+		r := &kgo.Record{Key: events.Key(e), Value: events.Value(e)}
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				firstErr.CompareAndSwap(nil, &err)

@@ -6,7 +6,6 @@ package pipebench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -151,18 +150,12 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 		if exited, err := child.Exited(); exited {
 			return fmt.Errorf("%s exited before it was done (%v); its log ends:\n%s", child.Name, err, child.Tail(15))
 		}
-		committed, err := adm.Committed(ctx, group, in.Topic)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			committed = nil // the group may not exist yet
-		}
+		committed, _ := adm.Committed(ctx, group, in.Topic) // nil (none reached) until the group exists
 		out, err := adm.EndOffsets(ctx, output)
 		if err != nil {
 			return err
 		}
 		now := time.Since(child.Start)
-		if peak, err := child.PeakRSS(); err == nil {
-			res.MaxRSS = peak
-		}
 		if res.FirstOutput == 0 && out.Sum() > 0 {
 			res.FirstOutput = now
 		}
