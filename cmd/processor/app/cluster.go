@@ -90,44 +90,40 @@ func (f *clusterFlags) settings(c *cli) (pipeline.KafkaConfig, *config.Config, e
 	return k, cfg, nil
 }
 
-// client returns a franz-go client to the cluster, with the extra
-// options; the caller closes it.
+// client returns a franz-go client to the cluster the flags name, with
+// the extra options; the caller closes it.
 func (f *clusterFlags) client(c *cli, suffix string, extra ...kgo.Opt) (*kgo.Client, *config.Config, error) {
 	k, cfg, err := f.settings(c)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, err := clientOptions(k, suffix)
+	cl, err := newClient(k, suffix, extra...)
 	if err != nil {
-		return nil, nil, failure("kafka settings: %v", err)
-	}
-	cl, err := kgo.NewClient(append(opts, extra...)...)
-	if err != nil {
-		return nil, nil, failure("kafka client: %v", err)
+		return nil, nil, failure("%v", err)
 	}
 	return cl, cfg, nil
-}
-
-// admin returns an admin client to the cluster; close its client.
-func (f *clusterFlags) admin(c *cli) (*kadm.Client, *config.Config, error) {
-	cl, cfg, err := f.client(c, "-offsets")
-	if err != nil {
-		return nil, nil, err
-	}
-	return kadm.NewClient(cl), cfg, nil
 }
 
 // withAdmin runs fn with an admin client to the cluster and a context
 // bounded by --timeout; cfg is the configuration file read, if any.
 func (f *clusterFlags) withAdmin(ctx context.Context, c *cli, fn func(ctx context.Context, adm *kadm.Client, cfg *config.Config) error) error {
-	adm, cfg, err := f.admin(c)
+	k, cfg, err := f.settings(c)
 	if err != nil {
 		return err
+	}
+	return f.withAdminTo(ctx, k, func(ctx context.Context, adm *kadm.Client) error { return fn(ctx, adm, cfg) })
+}
+
+// withAdminTo is withAdmin for settings already read.
+func (f *clusterFlags) withAdminTo(ctx context.Context, k pipeline.KafkaConfig, fn func(ctx context.Context, adm *kadm.Client) error) error {
+	adm, err := newAdmin(k, "-offsets")
+	if err != nil {
+		return failure("%v", err)
 	}
 	defer adm.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return fn(ctx, adm, cfg)
+	return fn(ctx, adm)
 }
 
 // unreachable wraps an error talking to the cluster with what to check.

@@ -20,8 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/fencepost-dev/fencepost/internal/config"
 )
 
 // consumeOptions are consume's flags.
@@ -171,8 +169,12 @@ func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int3
 }
 
 func (c *cli) consume(ctx context.Context, o consumeOptions) error {
+	k, _, err := o.cluster.settings(c)
+	if err != nil {
+		return err
+	}
 	var ranges map[int32]partitionRange
-	err := o.cluster.withAdmin(ctx, c, func(ctx context.Context, adm *kadm.Client, _ *config.Config) error {
+	err = o.cluster.withAdminTo(ctx, k, func(ctx context.Context, adm *kadm.Client) error {
 		var err error
 		if ranges, err = o.ranges(ctx, adm); err != nil {
 			return o.cluster.unreachable(err)
@@ -190,10 +192,10 @@ func (c *cli) consume(ctx context.Context, o consumeOptions) error {
 			pending[p] = r.end
 		}
 	}
-	cl, _, err := o.cluster.client(c, "-consume", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: offsets}),
+	cl, err := newClient(k, "-consume", kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: offsets}),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		return err
+		return failure("%v", err)
 	}
 	defer cl.Close()
 	out := bufio.NewWriter(c.stdout)

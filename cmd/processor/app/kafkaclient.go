@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -10,15 +11,25 @@ import (
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
-// newAdmin returns an admin client to the cluster k describes, for the
-// lag the processor reports (high watermarks, committed offsets). It
-// connects lazily; close it with Close on its client.
-func newAdmin(k pipeline.KafkaConfig) (*kadm.Client, error) {
-	opts, err := clientOptions(k, "-monitor")
+// newClient returns a franz-go client to the cluster k describes, its
+// client id k's with idSuffix, with the extra options. It connects
+// lazily; the caller closes it.
+func newClient(k pipeline.KafkaConfig, idSuffix string, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts, err := clientOptions(k, idSuffix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka settings: %w", err)
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return cl, nil
+}
+
+// newAdmin returns an admin client to the cluster k describes (newClient);
+// close it with Close.
+func newAdmin(k pipeline.KafkaConfig, idSuffix string) (*kadm.Client, error) {
+	cl, err := newClient(k, idSuffix)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	if r.cli.ownsProcess {
 		setMemoryLimit(pc.WithDefaults().Consumer.BufferBytes, cfg.Embedded != nil, r.log)
 	}
-	adm, err := newAdmin(pc.Kafka)
+	adm, err := newAdmin(pc.Kafka, "-monitor") // the lag it reports
 	if err != nil {
 		return result{}, err
 	}
