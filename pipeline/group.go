@@ -87,6 +87,15 @@ func (m *member) run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
+		if ctx.Err() != nil {
+			// Stopping. Our last generation ended when its function
+			// returned, which can be before the Close that ctx triggers
+			// reaches the group, and then kafka-go joins the next
+			// generation. Do not start it: its assignment would replace
+			// the state the run ends with (a stopped partition would be
+			// forgotten, and Run return nil). Close leaves the group.
+			return nil
+		}
 		m.generation(ctx, gen)
 	}
 }
