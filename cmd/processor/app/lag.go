@@ -32,10 +32,9 @@ type lagSampler struct {
 	topics []string
 	maxAge time.Duration
 
-	mu     sync.Mutex // held while asking: one request at a time
-	at     time.Time
-	ends   kadm.ListedOffsets
-	starts kadm.ListedOffsets
+	mu sync.Mutex // held while asking: one request at a time
+	at time.Time
+	b  bounds
 }
 
 // lags returns the lag of every assigned partition of s whose bounds are
@@ -54,14 +53,14 @@ func (l *lagSampler) lags(ctx context.Context, s pipeline.Stats) (map[offsetstor
 	}
 	out := make(map[offsetstore.TopicPartition]partitionLag, len(s.Partitions))
 	for _, ps := range s.Partitions {
-		end, ok := l.ends.Lookup(ps.Partition.Topic, ps.Partition.Partition)
+		end, ok := l.b.ends.Lookup(ps.Partition.Topic, ps.Partition.Partition)
 		if !ok || end.Err != nil {
 			continue
 		}
 		committed := ps.Committed
 		if committed < 0 {
 			committed = 0
-			if st, ok := l.starts.Lookup(ps.Partition.Topic, ps.Partition.Partition); ok && st.Err == nil {
+			if st, ok := l.b.starts.Lookup(ps.Partition.Topic, ps.Partition.Partition); ok && st.Err == nil {
 				committed = st.Offset
 			}
 		}
@@ -77,7 +76,7 @@ func (l *lagSampler) lags(ctx context.Context, s pipeline.Stats) (map[offsetstor
 // covers reports whether the bounds held include every partition of s.
 func (l *lagSampler) covers(s pipeline.Stats) bool {
 	for _, ps := range s.Partitions {
-		if _, ok := l.ends.Lookup(ps.Partition.Topic, ps.Partition.Partition); !ok {
+		if _, ok := l.b.ends.Lookup(ps.Partition.Topic, ps.Partition.Partition); !ok {
 			return false
 		}
 	}
@@ -85,21 +84,11 @@ func (l *lagSampler) covers(s pipeline.Stats) bool {
 }
 
 func (l *lagSampler) refresh(ctx context.Context) error {
-	ends, err := l.adm.ListEndOffsets(ctx, l.topics...)
-	if err == nil {
-		err = ends.Error()
-	}
+	b, err := readBounds(ctx, l.adm, l.topics)
 	if err != nil {
 		return err
 	}
-	starts, err := l.adm.ListStartOffsets(ctx, l.topics...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return err
-	}
-	l.ends, l.starts, l.at = ends, starts, time.Now()
+	l.b, l.at = b, time.Now()
 	return nil
 }
 
