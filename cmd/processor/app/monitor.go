@@ -21,10 +21,9 @@ type monitor struct {
 	p        *pipeline.Pipeline
 	lag      *lagSampler
 	metrics  *metrics
-	interval time.Duration // progress is printed this often if print
-	print    bool
-	out      io.Writer   // progress lines (console)
-	log      *zap.Logger // progress entries (json logging), if set
+	interval time.Duration // progress is printed this often; 0: never
+	out      io.Writer     // progress lines (console)
+	log      *zap.Logger   // progress entries (json logging), if set
 	limit    int64
 	onLimit  func()
 
@@ -39,7 +38,7 @@ func (m *monitor) run(ctx context.Context) {
 	start := time.Now()
 	m.last.at = start
 	var reportC, limitC <-chan time.Time
-	if m.print {
+	if m.interval > 0 {
 		t := time.NewTicker(m.interval)
 		defer t.Stop()
 		reportC = t.C

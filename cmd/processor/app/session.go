@@ -126,12 +126,14 @@ func (r *session) execute(ctx context.Context) (result, error) {
 
 func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *kadm.Client, m *metrics, names []string) (result, error) {
 	cfg, pc := r.cfg, p.Config()
-	interval := r.opts.progress
-	if interval == 0 {
-		interval = 5 * time.Second
+	// the bounds are shared by /metrics and the progress line: at most
+	// 5s old, and no older than a progress interval
+	maxAge := 5 * time.Second
+	if r.opts.progress > 0 {
+		maxAge = min(r.opts.progress, maxAge)
 	}
-	lag := &lagSampler{adm: adm, topics: pc.Consumer.Topics, maxAge: min(interval, 5*time.Second)}
-	mon := &monitor{p: p, lag: lag, metrics: m, interval: interval, print: r.opts.progress > 0,
+	lag := &lagSampler{adm: adm, topics: pc.Consumer.Topics, maxAge: maxAge}
+	mon := &monitor{p: p, lag: lag, metrics: m, interval: r.opts.progress,
 		out: r.cli.stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
 	if cfg.Log.Format == "json" {
 		mon.log = r.log
