@@ -23,6 +23,8 @@ type produceOptions struct {
 	keySep    string
 	headers   []string
 	input     string
+
+	recordHeaders []kgo.RecordHeader // headers, parsed once
 }
 
 func (c *cli) produceCmd() *cobra.Command {
@@ -57,9 +59,11 @@ error naming it; the lines before it were written.`,
 				return errors.New("--key-separator and -H are for --input text: a JSON line carries its key and headers")
 			}
 			for _, h := range o.headers {
-				if k, _, ok := strings.Cut(h, "="); !ok || k == "" {
+				k, v, ok := strings.Cut(h, "=")
+				if !ok || k == "" {
 					return fmt.Errorf("-H %q: write a header as key=value", h)
 				}
+				o.recordHeaders = append(o.recordHeaders, kgo.RecordHeader{Key: k, Value: []byte(v)})
 			}
 			return c.produce(cmd.Context(), o, cmd.Flags().Changed("partition"))
 		},
@@ -160,9 +164,6 @@ func (o *produceOptions) record(line []byte) (*kgo.Record, error) {
 		}
 		r.Key, r.Value = bytes.Clone(k), bytes.Clone(v)
 	}
-	for _, h := range o.headers {
-		k, v, _ := strings.Cut(h, "=")
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
-	}
+	r.Headers = o.recordHeaders // shared by every record: the client only reads them
 	return r, nil
 }
