@@ -31,6 +31,8 @@ type consumeOptions struct {
 	count      int64
 	follow     bool
 	output     string
+
+	start startAt // from, parsed when the flags are checked
 }
 
 func (c *cli) consumeCmd() *cobra.Command {
@@ -67,7 +69,8 @@ per line.`,
 			if o.count < 0 {
 				return errors.New("--count must not be negative")
 			}
-			if _, err := parseFrom(o.from); err != nil {
+			var err error
+			if o.start, err = parseFrom(o.from); err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -118,7 +121,7 @@ type partitionRange struct{ start, end int64 }
 
 // ranges resolves the start of every partition read and its end now.
 func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int32]partitionRange, error) {
-	from, _ := parseFrom(o.from)
+	from := o.start
 	b, err := readBounds(ctx, adm, []string{o.topic})
 	if err != nil {
 		return nil, err

@@ -32,6 +32,11 @@ type resetOptions struct {
 	execute  bool
 	output   string
 	set      func(name string) bool // whether a flag was given
+
+	// parsed by check
+	want   map[string][]int32 // topic -> partitions named (none: all)
+	order  []string           // the topics of want, as first named
+	timeAt time.Time          // --to-datetime
 }
 
 func (c *cli) resetCmd() *cobra.Command {
@@ -91,17 +96,24 @@ func (o *resetOptions) check() error {
 			targets = append(targets, "--"+name)
 		}
 	}
+	o.want, o.order = map[string][]int32{}, nil
 	for _, spec := range o.topics {
-		if _, _, err := parseTopicSpec(spec); err != nil {
+		topic, parts, err := parseTopicSpec(spec)
+		if err != nil {
 			return err
 		}
+		if _, seen := o.want[topic]; !seen {
+			o.order = append(o.order, topic)
+		}
+		o.want[topic] = append(o.want[topic], parts...)
 	}
 	if len(targets) != 1 {
 		return fmt.Errorf("offsets reset: give exactly one of --to-earliest, --to-latest, --to-datetime, --to-offset, --shift-by, --by-duration (got %d: %s)",
 			len(targets), strings.Join(targets, " "))
 	}
 	if o.set("to-datetime") {
-		if _, err := time.Parse(time.RFC3339Nano, o.datetime); err != nil {
+		var err error
+		if o.timeAt, err = time.Parse(time.RFC3339Nano, o.datetime); err != nil {
 			return fmt.Errorf("--to-datetime %q: use RFC 3339, such as 2026-01-02T15:04:05Z", o.datetime)
 		}
 	}
@@ -187,25 +199,14 @@ func memberList(ms []kadm.DescribedGroupMember) string {
 
 // plan computes the new offset of every partition named.
 func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState) (resetPlan, error) {
-	want := map[string][]int32{} // topic -> partitions (nil: all)
-	var topics []string
-	for _, spec := range o.topics {
-		topic, parts, err := parseTopicSpec(spec)
-		if err != nil {
-			return resetPlan{}, err
-		}
-		if _, seen := want[topic]; !seen {
-			topics = append(topics, topic)
-		}
-		want[topic] = append(want[topic], parts...)
-	}
+	want, topics := o.want, o.order
 	b, err := readBounds(ctx, adm, topics)
 	if err != nil {
 		return resetPlan{}, o.cluster.unreachable(err)
 	}
 	var at kadm.ListedOffsets
 	if o.set("to-datetime") || o.set("by-duration") {
-		t, _ := time.Parse(time.RFC3339Nano, o.datetime)
+		t := o.timeAt
 		if o.set("by-duration") {
 			t = time.Now().Add(-o.duration)
 		}
