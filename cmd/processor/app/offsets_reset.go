@@ -90,6 +90,13 @@ func (o *resetOptions) check() error {
 	if o.group == "" || len(o.topics) == 0 {
 		return errors.New("offsets reset: name the group (--group) and the topics (--topic T or T:0,1)")
 	}
+	// --to-earliest=false would count as a target below and then plan a
+	// time (the high watermark): refuse it
+	for name, on := range map[string]bool{"to-earliest": o.earliest, "to-latest": o.latest} {
+		if o.set(name) && !on {
+			return fmt.Errorf("--%s=false: a target takes no value; leave it out, or give it alone", name)
+		}
+	}
 	var targets []string
 	for _, name := range []string{"to-earliest", "to-latest", "to-datetime", "to-offset", "shift-by", "by-duration"} {
 		if o.set(name) {

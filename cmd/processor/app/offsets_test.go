@@ -178,6 +178,8 @@ func TestOffsetsReset(t *testing.T) {
 		{"no such partition", []string{"--topic", "orders:7", "--to-earliest"}, true, ExitFailure, nil, "no such partition: orders:7"},
 		{"two targets", []string{"--topic", "orders", "--to-earliest", "--to-latest"}, true, ExitUsage, nil, "give exactly one of"},
 		{"no target", []string{"--topic", "orders"}, true, ExitUsage, nil, "give exactly one of"},
+		{"a target switched off", []string{"--topic", "orders", "--to-earliest=false"}, true, ExitUsage, nil, "--to-earliest=false: a target takes no value"},
+		{"a target switched off beside another", []string{"--topic", "orders", "--to-latest=false", "--to-offset", "1"}, true, ExitUsage, nil, "--to-latest=false: a target takes no value"},
 		{"a bad time", []string{"--topic", "orders", "--to-datetime", "yesterday"}, true, ExitUsage, nil, "use RFC 3339"},
 		{"a bad partition list", []string{"--topic", "orders:x", "--to-earliest"}, true, ExitUsage, nil, `"x" is not a partition number`},
 	}
