@@ -126,26 +126,14 @@ func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int3
 	if err != nil {
 		return nil, err
 	}
-	if len(b.ends[o.topic]) == 0 {
-		return nil, failure("topic %q does not exist (check the name)", o.topic)
-	}
 	var at kadm.ListedOffsets
 	if from.kind == "time" {
-		if at, err = adm.ListOffsetsAfterMilli(ctx, from.time.UnixMilli(), o.topic); err == nil {
-			err = at.Error()
-		}
-		if err != nil {
+		if at, err = listAfter(ctx, adm, from.time, o.topic); err != nil {
 			return nil, err
 		}
 	}
-	parts := o.partitions
-	if len(parts) == 0 {
-		for p := range b.ends[o.topic] {
-			parts = append(parts, p)
-		}
-	}
 	out := map[int32]partitionRange{}
-	for _, p := range parts {
+	for _, p := range b.partitions(o.topic, o.partitions) {
 		end, ok := b.ends.Lookup(o.topic, p)
 		if !ok {
 			return nil, failure("topic %q has no partition %d", o.topic, p)
@@ -160,10 +148,7 @@ func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int3
 		case "tail":
 			r.start = r.end - from.offset
 		case "time":
-			r.start = r.end
-			if l, ok := at.Lookup(o.topic, p); ok && l.Offset >= 0 {
-				r.start = l.Offset
-			}
+			r.start = b.timeOffset(at, o.topic, p)
 		}
 		r.start = min(max(r.start, first.Offset), r.end)
 		out[p] = r

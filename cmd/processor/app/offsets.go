@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -216,7 +217,49 @@ func readBounds(ctx context.Context, adm *kadm.Client, topics []string) (bounds,
 		}
 		return b, failure("topic %s does not exist (check the name)", strings.Join(missing, ", "))
 	}
-	return b, err
+	if err != nil {
+		return b, err
+	}
+	for _, t := range topics {
+		if len(b.ends[t]) == 0 {
+			return b, failure("topic %q does not exist (check the name)", t)
+		}
+	}
+	return b, nil
+}
+
+// partitions returns the partitions of topic in want, or all of topic's
+// if want is empty; sorted, without repeats.
+func (b bounds) partitions(topic string, want []int32) []int32 {
+	parts := slices.Clone(want)
+	if len(parts) == 0 {
+		for p := range b.ends[topic] {
+			parts = append(parts, p)
+		}
+	}
+	slices.Sort(parts)
+	return slices.Compact(parts)
+}
+
+// timeOffset returns, from the answer at of listAfter, the offset of the
+// first record of topic's partition p at or after the time, or its high
+// watermark if there is none.
+func (b bounds) timeOffset(at kadm.ListedOffsets, topic string, p int32) int64 {
+	if l, ok := at.Lookup(topic, p); ok && l.Offset >= 0 {
+		return l.Offset
+	}
+	end, _ := b.ends.Lookup(topic, p)
+	return end.Offset
+}
+
+// listAfter lists, for every partition of topics, the first record at or
+// after t.
+func listAfter(ctx context.Context, adm *kadm.Client, t time.Time, topics ...string) (kadm.ListedOffsets, error) {
+	at, err := adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...)
+	if err == nil {
+		err = at.Error()
+	}
+	return at, err
 }
 
 // describeGroup builds the description of group over topics (none: the

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -206,7 +205,7 @@ func memberList(ms []kadm.DescribedGroupMember) string {
 
 // plan computes the new offset of every partition named.
 func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState) (resetPlan, error) {
-	want, topics := o.want, o.order
+	topics := o.order
 	b, err := readBounds(ctx, adm, topics)
 	if err != nil {
 		return resetPlan{}, o.cluster.unreachable(err)
@@ -217,27 +216,14 @@ func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState)
 		if o.set("by-duration") {
 			t = time.Now().Add(-o.duration)
 		}
-		if at, err = adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...); err == nil {
-			err = at.Error()
-		}
-		if err != nil {
+		if at, err = listAfter(ctx, adm, t, topics...); err != nil {
 			return resetPlan{}, o.cluster.unreachable(err)
 		}
 	}
 	plan := resetPlan{groupHeader: groupHeader{Group: o.group, Members: len(g.members)}, Partitions: []planRow{}}
 	var missing, uncommitted []string
 	for _, topic := range topics {
-		if len(b.ends[topic]) == 0 {
-			return resetPlan{}, failure("topic %q does not exist (check the name)", topic)
-		}
-		parts := want[topic]
-		if len(parts) == 0 {
-			for p := range b.ends[topic] {
-				parts = append(parts, p)
-			}
-		}
-		slices.Sort(parts)
-		for _, p := range slices.Compact(parts) {
+		for _, p := range b.partitions(topic, o.want[topic]) {
 			end, ok := b.ends.Lookup(topic, p)
 			start, _ := b.starts.Lookup(topic, p)
 			if !ok {
@@ -263,10 +249,7 @@ func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState)
 				}
 				row.New = cur + o.shift
 			default: // a time
-				row.New = end.Offset
-				if l, ok := at.Lookup(topic, p); ok && l.Offset >= 0 {
-					row.New = l.Offset
-				}
+				row.New = b.timeOffset(at, topic, p)
 				if row.New >= end.Offset {
 					row.Note = "no record at or after the time: the high watermark"
 				}
