@@ -22,6 +22,8 @@ type statsCollector struct {
 	processed, deadLettered, stale, buffered, maxBuffered *prometheus.Desc
 	assigned, stopped, stuck, lagProcessed, lagCommitted  *prometheus.Desc
 	committedOffset, buildInfo, fetchesInFlight           *prometheus.Desc
+
+	build prometheus.Metric // buildInfo's one series: its labels never change
 }
 
 func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
@@ -29,7 +31,7 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
 		return prometheus.NewDesc("fencepost_"+name, help, labels, nil)
 	}
 	tp := []string{"topic", "partition"}
-	return &statsCollector{
+	c := &statsCollector{
 		p: p, lag: lag,
 		processed:       d("processed_records_total", "Records that finished every stage."),
 		deadLettered:    d("dead_lettered_records_total", "Records sent to the dead-letter topic."),
@@ -45,6 +47,8 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler) *statsCollector {
 		fetchesInFlight: d("fetches_in_flight", "Fetch requests in flight now: at most fetch_concurrency per broker leading assigned partitions."),
 		buildInfo:       d("build_info", "The processor's version, Go version and Kafka client version; always 1.", "version", "go", "kafka_go"),
 	}
+	c.build = prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, buildVersion(), runtime.Version(), kafkaGoVersion())
+	return c
 }
 
 // Describe implements prometheus.Collector.
@@ -75,7 +79,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.stopped, int64(countStopped(s)))
 	gauge(c.stuck, s.StuckCalls)
 	gauge(c.fetchesInFlight, s.FetchesInFlight)
-	ch <- prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, buildVersion(), runtime.Version(), kafkaGoVersion())
+	ch <- c.build
 	for _, ps := range s.Partitions {
 		if ps.Committed >= 0 {
 			gauge(c.committedOffset, ps.Committed, ps.Partition.Topic, strconv.Itoa(int(ps.Partition.Partition)))
