@@ -248,7 +248,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	// A bad input can fail every record: the chain's per-record
 	// warnings are rate-limited, with a count of what was left out.
-	chainLog := logging.RateLimited(logging.ForStage(log), 5, 10*time.Second)
+	chainLog := logging.ForRecords(logging.ForStage(log))
 	defer chainLog.Flush()
 	chain := process.Chain{
 		Stages: p.stages,

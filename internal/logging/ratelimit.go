@@ -42,6 +42,11 @@ func RateLimited(next stages.Logger, burst int, period time.Duration) *Limiter {
 	return &Limiter{next: next, burst: max(burst, 1), period: period, now: time.Now, windows: map[string]*window{}}
 }
 
+// ForRecords returns the Limiter for what a bad input can log once per
+// record (a stage's warnings, the chain's dead-letter notes): five entries
+// of a message per ten seconds, with a count of those left out.
+func ForRecords(next stages.Logger) *Limiter { return RateLimited(next, 5, 10*time.Second) }
+
 // Debug implements stages.Logger.
 func (l *Limiter) Debug(msg string, keyvals ...any) { l.next.Debug(msg, keyvals...) }
 

@@ -225,7 +225,7 @@ func (r *session) buildStages(producers *producerPool) ([]builtStage, []*logging
 		limiters []*logging.Limiter
 	)
 	for _, s := range r.cfg.Stages {
-		log := logging.RateLimited(logging.ForStage(r.log.Named(s.Name)), 5, 10*time.Second)
+		log := logging.ForRecords(logging.ForStage(r.log.Named(s.Name)))
 		limiters = append(limiters, log)
 		st, err := s.Build(stages.Env{Log: log, Stdout: out, Producer: producers.get})
 		if err != nil {
