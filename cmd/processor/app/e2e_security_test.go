@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -117,12 +115,6 @@ func toolsSASLTLS(t *testing.T, cfg string, env []string, bootstrap, caFile, use
 	}
 }
 
-var (
-	procOnce sync.Once
-	procPath string
-	procErr  error
-)
-
 // startProcessor starts the processor binary itself (the built-in stages);
 // it is killed at the end of the test if still running.
 func startProcessor(t *testing.T, env []string, args ...string) *process {
@@ -130,26 +122,6 @@ func startProcessor(t *testing.T, env []string, args ...string) *process {
 	return startBinary(t, processorBinary(t), env, args...)
 }
 
-// processorBinary builds the processor binary itself once per test run,
-// next to the test binary, and returns its path.
-func processorBinary(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Dir(testBinary(t))
-	procOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			procErr = err
-			return
-		}
-		procPath = filepath.Join(dir, "processor-builtin")
-		cmd := exec.Command("go", "build", "-o", procPath, "./cmd/processor")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			procErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if procErr != nil {
-		t.Fatal(procErr)
-	}
-	return procPath
-}
+// processorBinary returns the path of the processor binary itself (the
+// built-in stages), built once per test run.
+func processorBinary(t *testing.T) string { return builtinProcessor.build(t) }

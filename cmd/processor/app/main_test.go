@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,40 +66,54 @@ func testClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// builtBinary is a main package of the module built once per test run into
+// binDir (removed by TestMain).
+type builtBinary struct {
+	name, pkg string
+	once      sync.Once
+	path      string
+	err       error
+}
+
 var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
+	binDirOnce sync.Once
+	binDir     string
+	binDirErr  error
+
+	// the processor with a "record" stage
+	testProcessor = &builtBinary{name: "processor", pkg: "./internal/testprocessor"}
+	// the processor itself (the built-in stages)
+	builtinProcessor = &builtBinary{name: "processor-builtin", pkg: "./cmd/processor"}
 )
 
-// testBinary builds internal/testprocessor (the processor with a
-// "record" stage) once per test run and returns its path.
-func testBinary(t *testing.T) string {
+// build builds b once per test run and returns its path.
+func (b *builtBinary) build(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
+	b.once.Do(func() {
+		binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "fencepost-e2e-") })
 		root, err := moduleRoot()
-		if err != nil {
-			binErr = err
+		if err = errors.Join(binDirErr, err); err != nil {
+			b.err = err
 			return
 		}
-		if binDir, binErr = os.MkdirTemp("", "fencepost-e2e-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "processor")
+		b.path = filepath.Join(binDir, b.name)
 		// -buildvcs=auto: the commit is recorded when the tree is a git
 		// clone, whatever GOFLAGS says (TestVersionFromCheckout)
-		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", binPath, "./internal/testprocessor")
+		cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", b.path, b.pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binPath
+	return b.path
 }
+
+// testBinary returns the path of internal/testprocessor (the processor
+// with a "record" stage), built once per test run.
+func testBinary(t *testing.T) string { return testProcessor.build(t) }
 
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
