@@ -36,16 +36,23 @@ func (d *decoder) zeros(path string, v, def reflect.Value) {
 			d.zeros(path, v.Elem(), def.Elem())
 		}
 	case reflect.Int, reflect.Int64:
-		pos, written := d.keys[path]
-		if !written || d.empty[path] || v.Int() != 0 || def.Int() == 0 || zeroMeansSomething[path] || d.reported(path) {
+		if zeroMeansSomething[path] || !d.zeroMeansDefault(path, v.Int(), def.Int()) {
 			return
 		}
 		hint := "leave the key out for the default, or write the value you mean"
 		if path == "dead_letter.retries" {
 			hint = "leave the key out for the default, or write -1 for no retries"
 		}
-		d.probs.add(pos, path, fmt.Sprintf("0 would mean the default, %v", def.Interface()), hint)
+		d.probs.add(d.keys[path], path, fmt.Sprintf("0 would mean the default, %v", def.Interface()), hint)
 	}
+}
+
+// zeroMeansDefault reports whether path was written as 0 (not left
+// empty) where 0 would silently mean its non-zero default def, and
+// nothing was reported at path yet: a problem to report.
+func (d *decoder) zeroMeansDefault(path string, v, def int64) bool {
+	_, written := d.keys[path]
+	return written && !d.empty[path] && v == 0 && def != 0 && !d.reported(path)
 }
 
 // checkTLS reads the files kafka.tls names, as run will: a missing or

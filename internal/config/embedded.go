@@ -85,7 +85,7 @@ func (d *decoder) checkEmbedded(cfg *Config) {
 			"remove kafka.tls and kafka.sasl, or remove kafka.embedded")
 	}
 	bound := func(key string, v *int, def, lo, hi int) {
-		if _, written := d.keys[key]; written && !d.empty[key] && *v == 0 && def != 0 && !d.reported(key) {
+		if d.zeroMeansDefault(key, int64(*v), int64(def)) {
 			d.probs.add(d.keys[key], key, fmt.Sprintf("0 would mean the default, %d", def),
 				fmt.Sprintf("leave the key out for the default, or write %d to %d", lo, hi))
 			return

@@ -298,7 +298,7 @@ var errPanic = errors.New("its New function panicked")
 
 // lintEnv is the environment stages are built in at load time: no
 // cluster (a nil Producer, as stages.Env documents) and no output.
-func lintEnv(name string) stages.Env {
+func lintEnv() stages.Env {
 	return stages.Env{Log: stages.NopLogger, Stdout: io.Discard}
 }
 
@@ -308,7 +308,7 @@ func lintEnv(name string) stages.Env {
 // the options in skip, and errors naming no option when skip is set, are
 // left out: they were reported, or may come from a substituted value.
 func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) {
-	s, err := newStage(st.Spec, st.Options, lintEnv(st.Spec.Name))
+	s, err := newStage(st.Spec, st.Options, lintEnv())
 	if errors.Is(err, stages.ErrNoProducer) {
 		// Expected without a cluster: the options were checked first.
 		return
