@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // recentMarks remembers, for the last few spans marked processed on a
@@ -23,7 +22,7 @@ type recentMarks struct {
 
 // note remembers a span of bt marked up to end.
 func (r *recentMarks) note(bt *fetch.Batch, end int64) {
-	n := process.RecordsBelow(bt, end)
+	n := bt.RecordsBelow(end)
 	if n == 0 {
 		return
 	}

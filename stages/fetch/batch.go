@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"cmp"
+	"slices"
 	"unsafe"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
@@ -46,6 +48,14 @@ func (b *Batch) Span() offsetstore.Span { return b.span }
 // Records returns the batch's records. They are read-only (see
 // stages.Record).
 func (b *Batch) Records() []stages.Record { return b.records }
+
+// RecordsBelow returns how many of the batch's records have an offset
+// below off (they are in offset order): the records a completion with
+// FinishedBelow off finished.
+func (b *Batch) RecordsBelow(off int64) int {
+	n, _ := slices.BinarySearchFunc(b.records, off, func(r stages.Record, off int64) int { return cmp.Compare(r.Offset, off) })
+	return n
+}
 
 // Bytes is the memory the batch's records hold (the sum of their
 // footprint), counted against the byte budget.

@@ -395,7 +395,7 @@ func (s *Scheduler) complete(j *job) {
 		c.FinishedBelow, c.Err = max(j.unfinished, sp.Start), j.err
 	}
 	if s.onDone != nil {
-		if n := RecordsBelow(j.batch, c.FinishedBelow); n > 0 {
+		if n := j.batch.RecordsBelow(c.FinishedBelow); n > 0 {
 			s.onDone(n)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // stageRun builds the StageRun of a stage given in that returned out,
@@ -55,13 +54,5 @@ func withoutOutput(in, out []stages.Record) int {
 			n++
 		}
 	}
-	return n
-}
-
-// RecordsBelow returns how many of the batch's records have an offset
-// below off (records are in offset order): the records a completion
-// with FinishedBelow off finished.
-func RecordsBelow(b *fetch.Batch, off int64) int {
-	n, _ := slices.BinarySearchFunc(b.Records(), off, func(r stages.Record, off int64) int { return cmp.Compare(r.Offset, off) })
 	return n
 }
