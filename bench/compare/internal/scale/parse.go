@@ -6,9 +6,7 @@ package scale
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
@@ -90,26 +88,3 @@ func (rs *Results) Median(name, unit string) (median float64, ok bool) {
 
 // Runs returns how many values name reported in unit.
 func (rs *Results) Runs(name, unit string) int { return len(rs.Values(name, unit)) }
-
-// Find returns the first name that has every one of parts as a
-// slash-separated element ("partitions=64", "franz-go-kgo").
-func (rs *Results) Find(parts ...string) (string, error) {
-	for _, n := range rs.names {
-		elems := strings.Split(n, "/")
-		all := true
-		for _, p := range parts {
-			found := false
-			for _, e := range elems {
-				if e == p {
-					found = true
-					break
-				}
-			}
-			all = all && found
-		}
-		if all {
-			return n, nil
-		}
-	}
-	return "", fmt.Errorf("no benchmark named with %v among %v", parts, rs.names)
-}

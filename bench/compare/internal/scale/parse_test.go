@@ -63,30 +63,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestFind(t *testing.T) {
-	rs, err := Parse(strings.NewReader(output))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		parts   []string
-		want    string
-		wantErr bool
-	}{
-		{[]string{"franz-go-kgo"}, "Consume/franz-go-kgo", false},
-		{[]string{"partitions=512", "franz-go-kgo"}, "ConsumePartitions/partitions=512/franz-go-kgo", false},
-		{[]string{"fencepost", "fetch_concurrency=2"}, "Consume/fencepost/fetch_concurrency=2", false},
-		{[]string{"partitions=64", "franz-go-kgo"}, "", true},
-		{[]string{"kgo"}, "", true}, // whole elements only
-	}
-	for _, tc := range tests {
-		got, err := rs.Find(tc.parts...)
-		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("Find(%q) = %q, %v; want %q (error: %v)", tc.parts, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestParseReportsMalformedLines(t *testing.T) {
 	_, err := Parse(strings.NewReader("BenchmarkX-2   \t  1\t 12 ns/op 7\n"))
 	if err == nil {

@@ -37,26 +37,3 @@ func Median(xs []float64) float64 {
 	}
 	return (s[m-1] + s[m]) / 2
 }
-
-// MedianBy returns the element of items whose key is the median key
-// (for an even count, the lower of the middle two), so that figures
-// measured together in one run stay together; ok is false for none.
-func MedianBy[T any](items []T, key func(T) float64) (T, bool) {
-	if len(items) == 0 {
-		var zero T
-		return zero, false
-	}
-	s := slices.Clone(items)
-	slices.SortStableFunc(s, func(a, b T) int { return cmpFloat(key(a), key(b)) })
-	return s[(len(s)-1)/2], true
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}

@@ -84,30 +84,3 @@ func TestMedian(t *testing.T) {
 		t.Error("Median(nil) is not NaN")
 	}
 }
-
-func TestMedianBy(t *testing.T) {
-	type run struct {
-		rate float64
-		rss  int
-	}
-	tests := []struct {
-		name string
-		runs []run
-		want run
-	}{
-		{"odd", []run{{300, 1}, {100, 2}, {200, 3}}, run{200, 3}},
-		{"even takes the lower middle", []run{{400, 1}, {100, 2}, {300, 3}, {200, 4}}, run{200, 4}},
-		{"one", []run{{5, 9}}, run{5, 9}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := MedianBy(tc.runs, func(r run) float64 { return r.rate })
-			if !ok || got != tc.want {
-				t.Errorf("got %v %v, want %v", got, ok, tc.want)
-			}
-		})
-	}
-	if _, ok := MedianBy([]run(nil), func(r run) float64 { return r.rate }); ok {
-		t.Error("MedianBy of nothing reported ok")
-	}
-}
