@@ -1,7 +1,7 @@
 // Package offsetstore is the offset model of the processor: where a
 // partition wants to start (a [StartRequest]), where it is (a [Position]),
-// the immutable batches the pipeline stages exchange ([ResolveBatch],
-// [FetchBatch], [CommitBatch]), the per-partition commit [Watermark], and
+// the immutable batches the pipeline stages exchange ([ResolveRequest],
+// [FetchRequest], [CommitRequest]), the per-partition commit [Watermark], and
 // the [CommitStore] that persists committed offsets.
 //
 // The model exists to make one class of bug impossible: a reset that

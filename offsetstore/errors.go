@@ -5,29 +5,11 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. They are returned wrapped with details; test with
+// ErrNegativeOffset: a negative number was given where an absolute
+// offset is required (logical positions such as earliest or latest are
+// StartRequests). It is returned wrapped with details; test with
 // errors.Is.
-var (
-	// ErrNegativeOffset: a negative number was given where an absolute
-	// offset is required. Logical positions are StartRequests.
-	ErrNegativeOffset = errors.New("offset must be >= 0 (logical positions such as earliest or latest are start requests, not offsets)")
-	// ErrBackwards: an offset or span would move a position or watermark
-	// backwards within one epoch.
-	ErrBackwards = errors.New("offset moves backwards within an epoch")
-	// ErrStaleEpoch: a mark or result belongs to an epoch that is no
-	// longer current; it was dropped.
-	ErrStaleEpoch = errors.New("stale partition epoch")
-	// ErrStaleGeneration: a mark, result or commit belongs to a group
-	// generation that is no longer current; it was dropped.
-	ErrStaleGeneration = errors.New("stale group generation")
-	// ErrEmptySpan: a span's end is not after its start.
-	ErrEmptySpan = errors.New("span end must be greater than its start")
-	// ErrGenerationEnded: the group coordinator fenced a commit
-	// (RebalanceInProgress, IllegalGeneration, UnknownMemberId,
-	// NotCoordinator). The generation is over; its offsets must not be
-	// resent under a new generation.
-	ErrGenerationEnded = errors.New("consumer group generation ended; the commit was fenced")
-)
+var ErrNegativeOffset = errors.New("offset must be >= 0 (logical positions such as earliest or latest are start requests, not offsets)")
 
 // ResetReason says why a partition's position was reset.
 type ResetReason uint8
@@ -105,17 +87,4 @@ func (e *ResetError) Error() string {
 	return fmt.Sprintf("partition %s: offset %d is %s (log is %d..%d) and auto_offset_reset is none: "+
 		"the partition is stopped; check retention and whether the topic was recreated, then seek it or set auto_offset_reset",
 		e.Partition, e.From, e.Reason, e.LogStart, e.HighWatermark)
-}
-
-// Skipped computes ResetEvent.Skipped for a move from `from` to `to` given
-// the log bounds at the time (see ResetEvent).
-func Skipped(from, to, logStart, highWatermark int64) int64 {
-	base := from
-	if from < 0 || (highWatermark >= 0 && from > highWatermark) {
-		base = logStart
-	}
-	if base < 0 || to <= base {
-		return 0
-	}
-	return to - base
 }

@@ -7,10 +7,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // coordinatorConfig is what the coordinator needs from the pipeline
@@ -44,9 +45,9 @@ type coordinatorConfig struct {
 // sends to a worker it knows is idle and the send never blocks. Messages
 // for processing and notices go through queues the run loop drains.
 type coordinatorOutputs struct {
-	resolve  func(offsetstore.ResolveBatch)
-	fetch    func(offsetstore.FetchBatch)
-	commit   func(commit.Request)
+	resolve  func(offsets.ResolveRequest)
+	fetch    func(offsets.FetchRequest)
+	commit   func(commit.Job)
 	metadata func() // ask for a metadata refresh; must not block
 	// abortFetches cancels the fetches in flight (they still answer,
 	// with an error); nil if not supported. Must not block.
@@ -99,9 +100,9 @@ type coordinator struct {
 	now   time.Time
 
 	// generation
-	gen      offsetstore.Generation
+	gen      offsets.Generation
 	active   bool
-	store    offsetstore.CommitStore
+	store    offsets.CommitStore
 	fenced   bool // the group fenced a commit: no more commits this generation
 	revoking bool
 	revoke   *revokeEvent
@@ -138,7 +139,7 @@ type coordinator struct {
 
 	toProcess    process.Message // next message for processing
 	notices      []notice
-	scratchR     []offsetstore.ResolveEntry
+	scratchR     []offsets.ResolveEntry
 	scratchSlots []int
 	scratchLater []*partition
 }
@@ -171,7 +172,7 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		log:     log,
 		stats:   stats,
 		now:     now,
-		gen:     offsetstore.NoGeneration,
+		gen:     offsets.NoGeneration,
 		index:   make(map[offsetstore.TopicPartition]int),
 		zombies: make(map[offsetstore.TopicPartition]int),
 		paused:  make(map[offsetstore.TopicPartition]bool),

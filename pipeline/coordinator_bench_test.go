@@ -3,15 +3,16 @@ package pipeline
 import (
 	"testing"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // benchCoordinator returns a coordinator with n partitions fetching from
 // one broker, and the fetch it has in flight.
-func benchCoordinator(b *testing.B, n int) (*coordHarness, offsetstore.FetchBatch) {
+func benchCoordinator(b *testing.B, n int) (*coordHarness, offsets.FetchRequest) {
 	h := newCoordHarness(b, coordinatorConfig{policy: offsetstore.ResetEarliest, budget: 1 << 40, fetchMaxBytes: 1 << 20})
 	leaders := map[offsetstore.TopicPartition]int32{}
 	var parts []assignedPartition
@@ -28,12 +29,12 @@ func benchCoordinator(b *testing.B, n int) (*coordHarness, offsetstore.FetchBatc
 var benchRecords = make([]stages.Record, 10)
 
 // fetchResult answers every partition of f with 10 records.
-func benchFetchResult(f offsetstore.FetchBatch) *fetch.Result {
+func benchFetchResult(f offsets.FetchRequest) *fetch.Result {
 	res := &fetch.Result{Request: f, Partitions: make([]fetch.PartitionResult, f.Len())}
 	for i := range res.Partitions {
 		e := f.At(i)
 		at := e.Position.Offset()
-		sp := offsetstore.Span{Start: at, End: at + 10}
+		sp := offsets.Span{Start: at, End: at + 10}
 		res.Partitions[i] = fetch.PartitionResult{Next: sp.End, LogStart: 0, HighWatermark: sp.End,
 			Batch: fetch.NewBatch(e.Partition, f.Generation(), e.Position.Epoch(), sp, benchRecords, 1000), Bytes: 1000}
 	}
@@ -66,7 +67,7 @@ func BenchmarkCoordinatorFetchResult(b *testing.B) {
 			prs := make([]fetch.PartitionResult, parts)
 			for i := range prs {
 				tp := offsetstore.TopicPartition{Topic: "bench", Partition: int32(i)}
-				sp := offsetstore.Span{Start: next + int64(r)*10, End: next + int64(r+1)*10}
+				sp := offsets.Span{Start: next + int64(r)*10, End: next + int64(r+1)*10}
 				prs[i] = fetch.PartitionResult{Next: sp.End, LogStart: 0, HighWatermark: sp.End,
 					Batch: fetch.NewBatch(tp, 1, epochs[i], sp, benchRecords, 1000), Bytes: 1000}
 			}

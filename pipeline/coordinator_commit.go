@@ -5,11 +5,12 @@ package pipeline
 import (
 	"errors"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
 	"go.uber.org/zap"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 )
 
 func (c *coordinator) onProcessed(r *process.Report) {
@@ -36,7 +37,7 @@ func (c *coordinator) onProcessed(r *process.Report) {
 		// completion may claim.
 		done := min(max(cp.FinishedBelow, h.span.Start), h.span.End)
 		if done > h.span.Start {
-			if err := p.wm.Mark(c.gen, h.epoch, offsetstore.Span{Start: h.span.Start, End: done}); err != nil {
+			if err := p.wm.Mark(c.gen, h.epoch, offsets.Span{Start: h.span.Start, End: done}); err != nil {
 				c.stale("processed mark", p.tp)
 			} else {
 				c.dirty = true
@@ -70,11 +71,11 @@ func (c *coordinator) onProcessed(r *process.Report) {
 }
 
 func (c *coordinator) onCommit(r *commit.Result) {
-	if _, ok := c.committer.answer(r.Batch.ID(), 0); !ok {
+	if _, ok := c.committer.answer(r.Request.ID(), 0); !ok {
 		c.ignore("commit result with no commit in flight")
 		return
 	}
-	current := c.active && r.Batch.Generation() == c.gen
+	current := c.active && r.Request.Generation() == c.gen
 	err := r.Err
 	switch {
 	case err == nil && current:
@@ -82,24 +83,24 @@ func (c *coordinator) onCommit(r *commit.Result) {
 		if len(c.committing) > 0 {
 			c.notices = append(c.notices, notice{Committed: c.committing})
 		}
-		for i := 0; i < r.Batch.Len(); i++ {
-			e := r.Batch.At(i)
+		for i := 0; i < r.Request.Len(); i++ {
+			e := r.Request.At(i)
 			if p := c.byTP(e.Partition); p != nil && e.Offset > p.committed {
 				p.committed = e.Offset
 			}
 		}
 	case err == nil:
-	case errors.Is(err, offsetstore.ErrGenerationEnded):
+	case errors.Is(err, offsets.ErrGenerationEnded):
 		c.stats.commitErrors.Add(1)
 		if current {
 			c.fenced = true
 		}
 		c.log.Warn("commit fenced: the group generation ended; its offsets are not resent",
-			zap.Int32("generation", int32(r.Batch.Generation())), zap.Error(err))
+			zap.Int32("generation", int32(r.Request.Generation())), zap.Error(err))
 	default:
 		c.stats.commitErrors.Add(1)
-		c.log.Warn("commit failed; retrying after commit_interval", zap.Int32("generation", int32(r.Batch.Generation())),
-			zap.Int("partitions", r.Batch.Len()), zap.Error(err))
+		c.log.Warn("commit failed; retrying after commit_interval", zap.Int32("generation", int32(r.Request.Generation())),
+			zap.Int("partitions", r.Request.Len()), zap.Error(err))
 		if current {
 			c.dirty = true
 		}
@@ -129,13 +130,13 @@ func (c *coordinator) sendCommit() bool {
 	if c.store == nil || c.fenced || c.out.commit == nil {
 		return false
 	}
-	var entries []offsetstore.CommitEntry
+	var entries []offsets.CommitEntry
 	for _, p := range c.slots {
 		if p == nil || p.zombie || p.wm.Generation() != c.gen {
 			continue
 		}
 		if off, ok := p.wm.Committable(); ok && off > p.committed {
-			entries = append(entries, offsetstore.CommitEntry{Partition: p.tp, Offset: off})
+			entries = append(entries, offsets.CommitEntry{Partition: p.tp, Offset: off})
 			if c.cfg.reportCommits {
 				c.committing = append(c.committing, CommittedOffset{Partition: p.tp, Offset: off, RecordTime: p.recent.newestBelow(off)})
 			}
@@ -145,9 +146,9 @@ func (c *coordinator) sendCommit() bool {
 		c.committing = nil
 		return false
 	}
-	cb := offsetstore.NewCommitBatch(c.gen, entries)
+	cb := offsets.NewCommitRequest(c.gen, entries)
 	c.committer.start(cb.ID(), nil)
 	c.nextCommitAt = c.now.Add(c.cfg.commitInterval)
-	c.out.commit(commit.Request{Batch: cb, Store: c.store})
+	c.out.commit(commit.Job{Request: cb, Store: c.store})
 	return true
 }

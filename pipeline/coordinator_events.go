@@ -3,11 +3,12 @@ package pipeline
 import (
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // event is what the coordinator receives. The set is closed: the types
@@ -50,8 +51,8 @@ type assignedPartition struct {
 // assignEvent starts a generation with its partitions and the store that
 // commits offsets under it.
 type assignEvent struct {
-	gen        offsetstore.Generation
-	store      offsetstore.CommitStore
+	gen        offsets.Generation
+	store      offsets.CommitStore
 	partitions []assignedPartition
 }
 
@@ -60,7 +61,7 @@ type assignEvent struct {
 // After drainBy the coordinator stops waiting for processing and commits
 // what is done; at deadline it replies whatever the state.
 type revokeEvent struct {
-	gen      offsetstore.Generation
+	gen      offsets.Generation
 	drainBy  time.Time
 	deadline time.Time
 	done     chan error

@@ -5,8 +5,9 @@ package pipeline
 import (
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 func (c *coordinator) onFetch(r *fetch.Result) {
@@ -107,13 +108,13 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 		// bytes) and marks exactly that when the batch completes: it
 		// never trusts, or even reads, the batch itself here.
 		c.toProcess.Batches = append(c.toProcess.Batches, bt)
-		p.out = append(p.out, handout{batch: bt, span: offsetstore.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes})
+		p.out = append(p.out, handout{batch: bt, span: offsets.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes})
 		p.outBytes += pr.Bytes
 		c.buffered += pr.Bytes
 	} else {
 		// Only offsets without records (transaction markers): nothing
 		// to process, the span is done.
-		_ = p.wm.Mark(c.gen, p.epoch, offsetstore.Span{Start: at, End: pr.Next})
+		_ = p.wm.Mark(c.gen, p.epoch, offsets.Span{Start: at, End: pr.Next})
 		c.dirty = true
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
@@ -200,7 +201,7 @@ func (c *coordinator) planFetch(b *fetcher) {
 	if avail <= 0 {
 		return
 	}
-	var fb offsetstore.FetchBatchBuilder
+	var fb offsets.FetchRequestBuilder
 	fb.Grow(len(b.ready))
 	slots := c.scratchSlots[:0]
 	for _, slot := range b.ready {
@@ -214,7 +215,7 @@ func (c *coordinator) planFetch(b *fetcher) {
 		}
 		p.op, p.fetcher = opFetch, b
 		slots = append(slots, slot)
-		fb.Add(offsetstore.FetchEntry{Partition: p.tp, Position: p.pos})
+		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos})
 	}
 	b.ready = b.ready[:0]
 	if fb.Len() == 0 {

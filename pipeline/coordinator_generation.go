@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -55,7 +56,7 @@ func (c *coordinator) onAssign(e *assignEvent) {
 			}
 			p.committed = off
 			p.from = off
-			p.wm = offsetstore.NewWatermark(c.gen, p.epoch, off)
+			p.wm = offsets.NewWatermark(c.gen, p.epoch, off)
 			c.await(p, a.start)
 			continue
 		}

@@ -11,12 +11,13 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // coordHarness drives a coordinator synchronously: it plays every worker
@@ -26,11 +27,11 @@ type coordHarness struct {
 	t        harnessT
 	c        *coordinator
 	now      time.Time
-	resolves []offsetstore.ResolveBatch // sent, not yet answered
-	fetches  []offsetstore.FetchBatch   // sent, not yet answered
-	commits  []commit.Request           // sent, not yet answered
-	metadata int                        // metadata refreshes asked for
-	messages []process.Message          // taken from the coordinator, in order
+	resolves []offsets.ResolveRequest // sent, not yet answered
+	fetches  []offsets.FetchRequest   // sent, not yet answered
+	commits  []commit.Job             // sent, not yet answered
+	metadata int                      // metadata refreshes asked for
+	messages []process.Message        // taken from the coordinator, in order
 	notices  []notice
 }
 
@@ -51,16 +52,16 @@ func newCoordHarness(t harnessT, cfg coordinatorConfig) *coordHarness {
 		log, _ = zap.NewDevelopment()
 	}
 	h.c = newCoordinator(cfg, coordinatorOutputs{
-		resolve: func(b offsetstore.ResolveBatch) { h.resolves = append(h.resolves, b) },
-		fetch: func(b offsetstore.FetchBatch) {
+		resolve: func(b offsets.ResolveRequest) { h.resolves = append(h.resolves, b) },
+		fetch: func(b offsets.FetchRequest) {
 			// in broker and fetcher order, whatever order the coordinator
 			// planned them in, so a rapid run replays
-			i, _ := slices.BinarySearchFunc(h.fetches, b, func(x, y offsetstore.FetchBatch) int {
+			i, _ := slices.BinarySearchFunc(h.fetches, b, func(x, y offsets.FetchRequest) int {
 				return cmp.Or(cmp.Compare(x.Broker(), y.Broker()), cmp.Compare(x.Fetcher(), y.Fetcher()), 1)
 			})
 			h.fetches = slices.Insert(h.fetches, i, b)
 		},
-		commit:   func(r commit.Request) { h.commits = append(h.commits, r) },
+		commit:   func(r commit.Job) { h.commits = append(h.commits, r) },
 		metadata: func() { h.metadata++ },
 	}, log, nil, h.now)
 	return h
@@ -110,12 +111,12 @@ func (h *coordHarness) leaders(l map[offsetstore.TopicPartition]int32) {
 	h.send(&fetch.Leaders{Leaders: l})
 }
 
-func (h *coordHarness) assign(gen offsetstore.Generation, store offsetstore.CommitStore, parts ...assignedPartition) {
+func (h *coordHarness) assign(gen offsets.Generation, store offsets.CommitStore, parts ...assignedPartition) {
 	h.send(&assignEvent{gen: gen, store: store, partitions: parts})
 }
 
 // takeFetch removes and returns the fetch in flight to broker.
-func (h *coordHarness) takeFetch(broker int32) offsetstore.FetchBatch {
+func (h *coordHarness) takeFetch(broker int32) offsets.FetchRequest {
 	h.t.Helper()
 	for i, f := range h.fetches {
 		if f.Broker() == broker {
@@ -124,10 +125,10 @@ func (h *coordHarness) takeFetch(broker int32) offsetstore.FetchBatch {
 		}
 	}
 	h.t.Fatalf("no fetch in flight to broker %d (in flight: %v)", broker, h.fetches)
-	return offsetstore.FetchBatch{}
+	return offsets.FetchRequest{}
 }
 
-func (h *coordHarness) takeResolve() offsetstore.ResolveBatch {
+func (h *coordHarness) takeResolve() offsets.ResolveRequest {
 	h.t.Helper()
 	if len(h.resolves) == 0 {
 		h.t.Fatal("no lookup in flight")
@@ -138,7 +139,7 @@ func (h *coordHarness) takeResolve() offsetstore.ResolveBatch {
 }
 
 // answerFetch answers every entry of f with fn's result.
-func (h *coordHarness) answerFetch(f offsetstore.FetchBatch, fn func(e offsetstore.FetchEntry) fetch.PartitionResult) {
+func (h *coordHarness) answerFetch(f offsets.FetchRequest, fn func(e offsets.FetchEntry) fetch.PartitionResult) {
 	res := &fetch.Result{Request: f, Partitions: make([]fetch.PartitionResult, f.Len())}
 	for i := range res.Partitions {
 		res.Partitions[i] = fn(f.At(i))
@@ -147,7 +148,7 @@ func (h *coordHarness) answerFetch(f offsetstore.FetchBatch, fn func(e offsetsto
 }
 
 // answerResolve answers every entry of r with fn's result.
-func (h *coordHarness) answerResolve(r offsetstore.ResolveBatch, fn func(e offsetstore.ResolveEntry) resolve.PartitionResult) {
+func (h *coordHarness) answerResolve(r offsets.ResolveRequest, fn func(e offsets.ResolveEntry) resolve.PartitionResult) {
 	res := &resolve.Result{Request: r, Partitions: make([]resolve.PartitionResult, r.Len())}
 	for i := range res.Partitions {
 		res.Partitions[i] = fn(r.At(i))
@@ -156,7 +157,7 @@ func (h *coordHarness) answerResolve(r offsetstore.ResolveBatch, fn func(e offse
 }
 
 // records builds a fetch answer with records [from, to) of entry e.
-func records(e offsetstore.FetchEntry, to, logStart, hw int64) fetch.PartitionResult {
+func records(e offsets.FetchEntry, to, logStart, hw int64) fetch.PartitionResult {
 	from := e.Position.Offset()
 	if to <= from {
 		return fetch.PartitionResult{Next: from, LogStart: logStart, HighWatermark: hw}
@@ -165,18 +166,18 @@ func records(e offsetstore.FetchEntry, to, logStart, hw int64) fetch.PartitionRe
 	for o := from; o < to; o++ {
 		recs = append(recs, stages.Record{Topic: e.Partition.Topic, Partition: e.Partition.Partition, Offset: o, Value: []byte("v")})
 	}
-	b := fetch.NewBatch(e.Partition, e.Position.Generation(), e.Position.Epoch(), offsetstore.Span{Start: from, End: to}, recs, to-from)
+	b := fetch.NewBatch(e.Partition, e.Position.Generation(), e.Position.Epoch(), offsets.Span{Start: from, End: to}, recs, to-from)
 	return fetch.PartitionResult{Next: to, Batch: b, Bytes: to - from, LogStart: logStart, HighWatermark: hw}
 }
 
-func outOfRange(logStart, hw int64) func(offsetstore.FetchEntry) fetch.PartitionResult {
-	return func(e offsetstore.FetchEntry) fetch.PartitionResult {
+func outOfRange(logStart, hw int64) func(offsets.FetchEntry) fetch.PartitionResult {
+	return func(e offsets.FetchEntry) fetch.PartitionResult {
 		return fetch.PartitionResult{Outcome: fetch.OffsetOutOfRange, LogStart: logStart, HighWatermark: hw, Next: e.Position.Offset()}
 	}
 }
 
-func bounds(logStart, hw int64) func(offsetstore.ResolveEntry) resolve.PartitionResult {
-	return func(offsetstore.ResolveEntry) resolve.PartitionResult {
+func bounds(logStart, hw int64) func(offsets.ResolveEntry) resolve.PartitionResult {
+	return func(offsets.ResolveEntry) resolve.PartitionResult {
 		return resolve.PartitionResult{LogStart: logStart, HighWatermark: hw, TimeOffset: -1}
 	}
 }

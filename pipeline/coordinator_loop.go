@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/stages/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 )
 
 // coordinatorLoop runs a coordinator on its own goroutine: it receives

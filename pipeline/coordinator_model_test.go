@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
 	"pgregory.net/rapid"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // modelSteps counts the state-machine steps run, to prove the CI run
@@ -76,10 +78,10 @@ type model struct {
 	logs    map[offsetstore.TopicPartition]*logBounds
 	leaders map[offsetstore.TopicPartition]int32
 
-	gen        offsetstore.Generation
+	gen        offsets.Generation
 	active     bool
 	revokeDone chan error
-	stores     map[offsetstore.Generation]*memoryStore
+	stores     map[offsets.Generation]*memoryStore
 
 	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
 	out    []batchOut
@@ -91,7 +93,7 @@ type model struct {
 	lastC      map[offsetstore.TopicPartition]int64
 	committed  map[offsetstore.TopicPartition]int64 // highest commit sent this generation
 	dataLoss   map[offsetstore.TopicPartition]bool  // a data-loss reset in this step
-	checked    map[offsetstore.BatchID]bool         // commits already checked
+	checked    map[offsets.RequestID]bool           // commits already checked
 	noticesAt  int
 }
 
@@ -111,9 +113,9 @@ func newModel(t *rapid.T) *model {
 		h:       newCoordHarness(t, cfg),
 		logs:    map[offsetstore.TopicPartition]*logBounds{},
 		leaders: map[offsetstore.TopicPartition]int32{},
-		stores:  map[offsetstore.Generation]*memoryStore{},
+		stores:  map[offsets.Generation]*memoryStore{},
 		fenced:  map[offsetstore.TopicPartition]offsetstore.Epoch{},
-		checked: map[offsetstore.BatchID]bool{},
+		checked: map[offsets.RequestID]bool{},
 	}
 	for i, tp := range modelTPs {
 		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw"))}
@@ -152,7 +154,7 @@ func (m *model) resetGenerationModel() {
 type partSnap struct {
 	state PartitionState
 	req   offsetstore.StartRequest
-	pos   offsetstore.Position
+	pos   offsets.Position
 	epoch offsetstore.Epoch
 	wm    int64
 	wmOK  bool
@@ -185,7 +187,7 @@ func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore
 
 // current reports whether a result for tp at epoch in generation gen is
 // current (white box: the coordinator's own view).
-func (m *model) current(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch offsetstore.Epoch) bool {
+func (m *model) current(tp offsetstore.TopicPartition, gen offsets.Generation, epoch offsetstore.Epoch) bool {
 	c := m.h.c
 	p := c.byTP(tp)
 	return c.active && gen == c.gen && p != nil && p.epoch == epoch
@@ -197,7 +199,7 @@ func (m *model) Assign(t *rapid.T) {
 	if m.active {
 		t.Skip("a generation is active")
 	}
-	m.gen += offsetstore.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
+	m.gen += offsets.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
 	store := newMemoryStore(m.gen)
 	m.stores[m.gen] = store
 	m.resetGenerationModel()
@@ -333,11 +335,11 @@ func (m *model) AnswerCommit(t *rapid.T) {
 	case 0:
 		err = errors.New("coordinator load in progress")
 	case 1:
-		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded)
+		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsets.ErrGenerationEnded)
 	default:
-		err = req.Store.Commit(context.Background(), req.Batch)
+		err = req.Store.Commit(context.Background(), req.Request)
 	}
-	m.h.send(&commit.Result{Batch: req.Batch, Err: err})
+	m.h.send(&commit.Result{Request: req.Request, Err: err})
 	m.afterStep(t)
 }
 
@@ -450,18 +452,18 @@ func (m *model) Tick(t *rapid.T) {
 func (m *model) Garbage(t *rapid.T) {
 	before := m.snap()
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
-	pos, _ := offsetstore.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
-	fb := offsetstore.NewFetchBatch(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsetstore.FetchEntry{{Partition: tp, Position: pos}})
+	pos, _ := offsets.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
+	fb := offsets.NewFetchRequest(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsets.FetchEntry{{Partition: tp, Position: pos}})
 	switch rapid.IntRange(0, 3).Draw(t, "garbage") {
 	case 0:
 		m.h.send(&fetch.Result{Request: fb, Partitions: []fetch.PartitionResult{records(fb.At(0), pos.Offset()+3, 0, 100)}})
 	case 1:
 		m.h.send(&fetch.Result{Request: fb}) // misaligned
 	case 2:
-		rb := offsetstore.NewResolveBatch(m.gen, []offsetstore.ResolveEntry{{Partition: tp, Epoch: pos.Epoch()}})
+		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch()}})
 		m.h.send(&resolve.Result{Request: rb, Partitions: []resolve.PartitionResult{{LogStart: 0, HighWatermark: 5}, {}}})
 	default:
-		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsetstore.Span{Start: 0, End: 1}, nil, 0)
+		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsets.Span{Start: 0, End: 1}, nil, 0)
 		m.h.send(&process.Report{Completions: []process.Completion{{Batch: b}, {}}})
 	}
 	// A garbage fetch result can match the broker's fetch in flight by
@@ -544,22 +546,22 @@ func (m *model) afterStep(t *rapid.T) {
 		}
 	}
 	for _, req := range m.h.commits {
-		if !m.checked[req.Batch.ID()] {
-			m.checked[req.Batch.ID()] = true
+		if !m.checked[req.Request.ID()] {
+			m.checked[req.Request.ID()] = true
 			m.checkCommit(t, req)
 		}
 	}
 }
 
-func (m *model) checkCommit(t *rapid.T, req commit.Request) {
-	if req.Batch.Generation() != m.gen || !m.active {
-		t.Fatalf("(iii) commit of generation %d sent while generation %d is current (active=%v)", req.Batch.Generation(), m.gen, m.active)
+func (m *model) checkCommit(t *rapid.T, req commit.Job) {
+	if req.Request.Generation() != m.gen || !m.active {
+		t.Fatalf("(iii) commit of generation %d sent while generation %d is current (active=%v)", req.Request.Generation(), m.gen, m.active)
 	}
 	if req.Store != m.stores[m.gen] {
 		t.Fatalf("(iii) commit routed to another generation's store")
 	}
-	for i := 0; i < req.Batch.Len(); i++ {
-		e := req.Batch.At(i)
+	for i := 0; i < req.Request.Len(); i++ {
+		e := req.Request.At(i)
 		if prev := m.committed[e.Partition]; e.Offset <= prev && !m.dataLoss[e.Partition] {
 			if prev >= 0 && e.Offset < prev {
 				t.Fatalf("(iii) commit of %s goes backwards: %d after %d", e.Partition, e.Offset, prev)

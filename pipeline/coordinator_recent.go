@@ -3,7 +3,7 @@ package pipeline
 import (
 	"time"
 
-	"github.com/fencepost-dev/fencepost/stages/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 )
 
 // recentMarks remembers, for the last few spans marked processed on a

@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // TestRecentMarks: a commit's record time is that of the newest record
@@ -24,7 +24,7 @@ func TestRecentMarks(t *testing.T) {
 				recs = append(recs, stages.Record{Offset: o, Timestamp: base.Add(time.Duration(o) * time.Second)})
 			}
 		}
-		return fetch.NewBatch(tp0, 1, 1, offsetstore.Span{Start: from, End: to}, recs, 1)
+		return fetch.NewBatch(tp0, 1, 1, offsets.Span{Start: from, End: to}, recs, 1)
 	}
 	type mark struct{ from, to, done int64 }
 	tests := []struct {

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -41,7 +42,7 @@ func (c *coordinator) onSeek(e *seekEvent) error {
 		// no lookup: the seek is applied now
 		p.req = e.req
 		ev := offsetstore.ResetEvent{Partition: p.tp, Reason: offsetstore.ReasonSeek, From: from, To: off,
-			Skipped: offsetstore.Skipped(from, off, -1, -1), LogStart: -1, HighWatermark: -1, Epoch: p.epoch}
+			Skipped: offsets.Skipped(from, off, -1, -1), LogStart: -1, HighWatermark: -1, Epoch: p.epoch}
 		c.stats.resets.Add(1)
 		c.notices = append(c.notices, notice{Reset: &ev})
 		c.log.Info("partition reset", zap.Stringer("partition", p.tp), zap.Stringer("reason", ev.Reason),

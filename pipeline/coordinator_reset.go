@@ -8,9 +8,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 func (c *coordinator) onResolve(r *resolve.Result) {
@@ -133,7 +134,7 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	from := p.from
 	ev := offsetstore.ResetEvent{
 		Partition: p.tp, Reason: reason, From: from, To: to,
-		Skipped:  offsetstore.Skipped(from, to, ls, hw),
+		Skipped:  offsets.Skipped(from, to, ls, hw),
 		LogStart: ls, HighWatermark: hw, DataLoss: dataLoss,
 	}
 	c.newEpoch(p)
@@ -176,14 +177,14 @@ func (c *coordinator) moveWatermark(p *partition, from, to int64, dataLoss bool)
 	c.dirty = true
 	switch committable, set := p.wm.Committable(); {
 	case !set || p.wm.Generation() != c.gen:
-		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, to)
+		p.wm = offsets.NewWatermark(c.gen, p.epoch, to)
 	case dataLoss:
 		p.wm.Restart(p.epoch, to)
 		p.committed = -1
 	case p.seek && to > committable:
-		p.wm.Skip(offsetstore.Span{Start: committable, End: to})
+		p.wm.Skip(offsets.Span{Start: committable, End: to})
 	case !p.seek && from >= 0 && to > from:
-		p.wm.Skip(offsetstore.Span{Start: from, End: to})
+		p.wm.Skip(offsets.Span{Start: from, End: to})
 	}
 }
 
@@ -200,7 +201,7 @@ func (c *coordinator) fenceProcessing(p *partition) {
 
 // startFetching moves p to Fetching at offset (>= 0) in its current epoch.
 func (c *coordinator) startFetching(p *partition, offset int64) {
-	pos, err := offsetstore.NewPosition(offset, p.epoch, c.gen)
+	pos, err := offsets.NewPosition(offset, p.epoch, c.gen)
 	if err != nil {
 		// Cannot happen for bounds the resolver validated; never leave
 		// a hole: stay awaiting and retry the lookup.
@@ -212,7 +213,7 @@ func (c *coordinator) startFetching(p *partition, offset int64) {
 	p.state, p.pos, p.hasPos, p.seek, p.from = Fetching, pos, true, false, -1
 	p.req = offsetstore.StartRequest{}
 	if _, set := p.wm.Committable(); !set || p.wm.Generation() != c.gen {
-		p.wm = offsetstore.NewWatermark(c.gen, p.epoch, offset)
+		p.wm = offsets.NewWatermark(c.gen, p.epoch, offset)
 	}
 	c.dirty = true
 	c.makeReady(p)
@@ -239,13 +240,13 @@ func (c *coordinator) planResolve() {
 		}
 		p.op = opResolve
 		slots = append(slots, p.slot)
-		entries = append(entries, offsetstore.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch})
+		entries = append(entries, offsets.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch})
 	}
 	c.scratchR, c.scratchSlots = entries[:0], slots[:0]
 	if len(entries) == 0 {
 		return
 	}
-	rb := offsetstore.NewResolveBatch(c.gen, entries)
+	rb := offsets.NewResolveRequest(c.gen, entries)
 	c.resolver.start(rb.ID(), slots)
 	c.out.resolve(rb)
 }

@@ -3,8 +3,9 @@ package pipeline
 import (
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // PartitionState is the state of one assigned partition, named as in the
@@ -63,7 +64,7 @@ type partition struct {
 	req offsetstore.StartRequest
 	// pos is the position in Fetching; in the other states it is the
 	// last position the partition had, if hasPos.
-	pos    offsetstore.Position
+	pos    offsets.Position
 	hasPos bool
 	// seek is set when the pending request came from Seek, so the reset
 	// event says so.
@@ -85,7 +86,7 @@ type partition struct {
 	retryAt  time.Time
 	failures int
 
-	wm        offsetstore.Watermark
+	wm        offsets.Watermark
 	committed int64 // last offset committed in this generation, -1 none
 	recent    recentMarks
 
@@ -113,7 +114,7 @@ func (p *partition) fetchable(c *coordinator) bool {
 // it accepted the fetch, whatever the batch itself says.
 type handout struct {
 	batch *fetch.Batch
-	span  offsetstore.Span
+	span  offsets.Span
 	epoch offsetstore.Epoch
 	bytes int64
 }

@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 var tp0 = offsetstore.TopicPartition{Topic: "events", Partition: 0}
@@ -111,10 +113,10 @@ func TestResetDecisions(t *testing.T) {
 			h.send(&flushEvent{done: make(chan error, 1)})
 			if len(h.commits) == 1 {
 				req := h.commits[0]
-				if err := req.Store.Commit(context.Background(), req.Batch); err != nil {
+				if err := req.Store.Commit(context.Background(), req.Request); err != nil {
 					t.Fatal(err)
 				}
-				h.send(&commit.Result{Batch: req.Batch})
+				h.send(&commit.Result{Request: req.Request})
 			}
 			if got, ok := store.Offsets()[tp0]; ok && got != tt.position {
 				t.Fatalf("committed %d, want %d", got, tt.position)
@@ -132,7 +134,7 @@ func TestRevokeDrainsThenCommits(t *testing.T) {
 	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
 	store := newMemoryStore(3)
 	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
-	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
 	inflight := h.takeFetch(1) // the next fetch, at 10, is in flight
 	handed := h.messages
 	h.messages = nil
@@ -144,7 +146,7 @@ func TestRevokeDrainsThenCommits(t *testing.T) {
 	}
 	h.messages = nil
 	// the fetch in flight comes back with records: they are not handed out
-	h.answerFetch(inflight, func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+	h.answerFetch(inflight, func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
 	if len(h.messages) != 0 || len(h.fetches) != 0 {
 		t.Fatalf("while revoking: handed %v, fetching %v", h.messages, h.fetches)
 	}
@@ -160,18 +162,18 @@ func TestRevokeDrainsThenCommits(t *testing.T) {
 		t.Fatalf("%d commits after drain, want 1", len(h.commits))
 	}
 	req := h.commits[0]
-	if req.Batch.Generation() != 3 || req.Batch.Len() != 1 || req.Batch.At(0).Offset != 10 {
-		t.Fatalf("final commit %+v, want offset 10 in generation 3", req.Batch.Entries())
+	if req.Request.Generation() != 3 || req.Request.Len() != 1 || req.Request.At(0).Offset != 10 {
+		t.Fatalf("final commit %+v, want offset 10 in generation 3", req.Request.Entries())
 	}
 	select {
 	case err := <-done:
 		t.Fatalf("revoke finished (%v) before the commit was acknowledged", err)
 	default:
 	}
-	if err := req.Store.Commit(context.Background(), req.Batch); err != nil {
+	if err := req.Store.Commit(context.Background(), req.Request); err != nil {
 		t.Fatal(err)
 	}
-	h.send(&commit.Result{Batch: req.Batch})
+	h.send(&commit.Result{Request: req.Request})
 	if err := <-done; err != nil {
 		t.Fatalf("revoke: %v", err)
 	}
@@ -192,7 +194,7 @@ func TestPauseKeepsPosition(t *testing.T) {
 	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(5)})
 	inflight := h.takeFetch(1)
 	h.send(&pauseEvent{tps: []offsetstore.TopicPartition{tp0}, pause: true, done: make(chan error, 1)})
-	h.answerFetch(inflight, func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 9, 0, 100) })
+	h.answerFetch(inflight, func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 9, 0, 100) })
 	if len(h.messages) != 0 || len(h.fetches) != 0 {
 		t.Fatalf("paused partition: handed %v, fetching %v", h.messages, h.fetches)
 	}
@@ -221,7 +223,7 @@ func TestFetchOrderRotates(t *testing.T) {
 	}
 	h.leaders(leaders)
 	h.assign(1, newMemoryStore(1), parts...)
-	order := func(f offsetstore.FetchBatch) []int32 {
+	order := func(f offsets.FetchRequest) []int32 {
 		var out []int32
 		for i := 0; i < f.Len(); i++ {
 			out = append(out, f.At(i).Partition.Partition)
@@ -234,7 +236,7 @@ func TestFetchOrderRotates(t *testing.T) {
 	}
 	// The response filled up with partitions 0 and 1; 2 and 3 were left
 	// out.
-	h.answerFetch(first, func(e offsetstore.FetchEntry) fetch.PartitionResult {
+	h.answerFetch(first, func(e offsets.FetchEntry) fetch.PartitionResult {
 		if e.Partition.Partition < 2 {
 			return records(e, 10, 0, 100)
 		}
@@ -284,29 +286,29 @@ func TestCommitFencedIsNotResent(t *testing.T) {
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, commitInterval: time.Second})
 	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
 	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
-	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 4, 0, 100) })
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 4, 0, 100) })
 	h.completeAll()
 	h.advance(time.Second)
 	if len(h.commits) != 1 {
 		t.Fatalf("%d commits, want 1", len(h.commits))
 	}
-	h.send(&commit.Result{Batch: h.commits[0].Batch, Err: offsetstore.ErrGenerationEnded})
+	h.send(&commit.Result{Request: h.commits[0].Request, Err: offsets.ErrGenerationEnded})
 	h.commits = nil
-	h.answerFetch(h.takeFetch(1), func(e offsetstore.FetchEntry) fetch.PartitionResult { return records(e, 8, 0, 100) })
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 8, 0, 100) })
 	h.completeAll()
 	h.advance(5 * time.Second)
 	if len(h.commits) != 0 {
-		t.Fatalf("commit resent after the generation was fenced: %+v", h.commits[0].Batch.Entries())
+		t.Fatalf("commit resent after the generation was fenced: %+v", h.commits[0].Request.Entries())
 	}
 }
 
 // TestCoordinatorLoop runs the coordinator on its goroutine: events in,
 // messages for processing out, and it stops with its context.
 func TestCoordinatorLoop(t *testing.T) {
-	fetches := make(chan offsetstore.FetchBatch, 1)
+	fetches := make(chan offsets.FetchRequest, 1)
 	c := newCoordinator(coordinatorConfig{policy: offsetstore.ResetEarliest}, coordinatorOutputs{
-		fetch:   func(b offsetstore.FetchBatch) { fetches <- b },
-		resolve: func(offsetstore.ResolveBatch) {},
+		fetch:   func(b offsets.FetchRequest) { fetches <- b },
+		resolve: func(offsets.ResolveRequest) {},
 	}, nil, nil, time.Now())
 	toProcess := make(chan process.Message)
 	loop := newCoordinatorLoop(c, toProcess, nil, 10*time.Millisecond)
@@ -320,7 +322,7 @@ func TestCoordinatorLoop(t *testing.T) {
 	res := &fetch.Result{Request: f, Partitions: []fetch.PartitionResult{records(f.At(0), 3, 0, 3)}}
 	loop.send(ctx, fetchedEvent{res})
 	m := <-toProcess
-	if len(m.Batches) != 1 || m.Batches[0].Span() != (offsetstore.Span{Start: 0, End: 3}) {
+	if len(m.Batches) != 1 || m.Batches[0].Span() != (offsets.Span{Start: 0, End: 3}) {
 		t.Fatalf("processing got %+v", m)
 	}
 	st := make(chan []PartitionStatus, 1)

@@ -11,8 +11,8 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -180,8 +180,8 @@ func TestCommitDoneReason(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded), "fenced"},
-		{offsetstore.ErrStaleGeneration, "fenced"},
+		{fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsets.ErrGenerationEnded), "fenced"},
+		{offsets.ErrStaleGeneration, "fenced"},
 		{fmt.Errorf("commit not acknowledged in time: %w", context.DeadlineExceeded), "timeout"},
 		{fmt.Errorf("commit: %w", kafka.GroupCoordinatorNotAvailable), "group_coordinator_not_available"},
 		{errors.New("connection reset"), "other"},

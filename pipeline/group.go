@@ -12,6 +12,7 @@ import (
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -121,7 +122,7 @@ func groupHint(err error) string {
 // own goroutine and waits for it before joining the next generation.
 func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 	gen.Start(func(genCtx context.Context) {
-		id := offsetstore.Generation(gen.ID)
+		id := offsets.Generation(gen.ID)
 		var parts []assignedPartition
 		for topic, as := range gen.Assignments {
 			for _, a := range as {
@@ -205,30 +206,30 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 // generationStore commits offsets under one group generation.
 type generationStore struct {
 	gen   *kafka.Generation
-	id    offsetstore.Generation
+	id    offsets.Generation
 	calls *conc.WaitGroup
 }
 
-// Commit implements offsetstore.CommitStore.
-func (s *generationStore) Commit(ctx context.Context, b offsetstore.CommitBatch) error {
+// Commit implements offsets.CommitStore.
+func (s *generationStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 	if b.Generation() != s.id {
-		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsetstore.ErrStaleGeneration, b.Generation(), s.id)
+		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsets.ErrStaleGeneration, b.Generation(), s.id)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	offsets := make(map[string]map[int]int64)
+	byTopic := make(map[string]map[int]int64)
 	for i := 0; i < b.Len(); i++ {
 		e := b.At(i)
-		if offsets[e.Partition.Topic] == nil {
-			offsets[e.Partition.Topic] = make(map[int]int64)
+		if byTopic[e.Partition.Topic] == nil {
+			byTopic[e.Partition.Topic] = make(map[int]int64)
 		}
-		offsets[e.Partition.Topic][int(e.Partition.Partition)] = e.Offset
+		byTopic[e.Partition.Topic][int(e.Partition.Partition)] = e.Offset
 	}
 	// kafka-go's commit takes no context; it is bounded by the group's
 	// Timeout (kafka.dial_timeout). Stop waiting for it when ctx ends.
 	res := make(chan error, 1)
-	s.calls.Go(func() { res <- s.gen.CommitOffsets(offsets) })
+	s.calls.Go(func() { res <- s.gen.CommitOffsets(byTopic) })
 	var err error
 	select {
 	case err = <-res:
@@ -239,7 +240,7 @@ func (s *generationStore) Commit(ctx context.Context, b offsetstore.CommitBatch)
 	if errors.As(err, &ke) {
 		switch ke {
 		case kafka.RebalanceInProgress, kafka.IllegalGeneration, kafka.UnknownMemberId, kafka.NotCoordinatorForGroup, kafka.FencedInstanceID:
-			return fmt.Errorf("%w: %w", offsetstore.ErrGenerationEnded, err)
+			return fmt.Errorf("%w: %w", offsets.ErrGenerationEnded, err)
 		}
 	}
 	return err

@@ -1,6 +1,6 @@
 package pipeline
 
-import "github.com/fencepost-dev/fencepost/offsetstore"
+import "github.com/fencepost-dev/fencepost/internal/engine/offsets"
 
 // inFlight is the one request a worker (the resolver, a fetcher, the
 // committer) has in flight: the identity of its batch and the slots of
@@ -10,7 +10,7 @@ import "github.com/fencepost-dev/fencepost/offsetstore"
 // forgets a request in flight, so every answer finds its request and the
 // worker becomes idle again.
 type inFlight struct {
-	id    offsetstore.BatchID
+	id    offsets.RequestID
 	slots []int
 }
 
@@ -18,7 +18,7 @@ type inFlight struct {
 func (f *inFlight) busy() bool { return f.id != 0 }
 
 // start records the request of batch id for the given slots (copied).
-func (f *inFlight) start(id offsetstore.BatchID, slots []int) {
+func (f *inFlight) start(id offsets.RequestID, slots []int) {
 	f.id = id
 	f.slots = append(f.slots[:0], slots...)
 }
@@ -26,7 +26,7 @@ func (f *inFlight) start(id offsetstore.BatchID, slots []int) {
 // answer ends the request in flight if id names it and it has n entries,
 // and returns its slots (valid until the next start). ok is false for an
 // answer to anything else, which leaves the request in flight.
-func (f *inFlight) answer(id offsetstore.BatchID, n int) (slots []int, ok bool) {
+func (f *inFlight) answer(id offsets.RequestID, n int) (slots []int, ok bool) {
 	if f.id == 0 || f.id != id || len(f.slots) != n {
 		return nil, false
 	}

@@ -6,37 +6,38 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
-// memoryStore is an in-memory offsetstore.CommitStore for the
+// memoryStore is an in-memory offsets.CommitStore for the
 // coordinator's tests: a group's offsets, fenced like a coordinator's.
 // It is safe for concurrent use. Make one with newMemoryStore.
 type memoryStore struct {
 	mu      sync.Mutex
-	gen     offsetstore.Generation
+	gen     offsets.Generation
 	offsets map[offsetstore.TopicPartition]int64
 	commits int
 	fenced  bool
 }
 
 // newMemoryStore returns a store that accepts commits of generation gen.
-func newMemoryStore(gen offsetstore.Generation) *memoryStore {
+func newMemoryStore(gen offsets.Generation) *memoryStore {
 	return &memoryStore{gen: gen, offsets: make(map[offsetstore.TopicPartition]int64)}
 }
 
-// Commit implements offsetstore.CommitStore.
-func (m *memoryStore) Commit(ctx context.Context, b offsetstore.CommitBatch) error {
+// Commit implements offsets.CommitStore.
+func (m *memoryStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.fenced {
-		return offsetstore.ErrGenerationEnded
+		return offsets.ErrGenerationEnded
 	}
 	if b.Generation() != m.gen {
-		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsetstore.ErrStaleGeneration, b.Generation(), m.gen)
+		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsets.ErrStaleGeneration, b.Generation(), m.gen)
 	}
 	for _, e := range b.Entries() {
 		m.offsets[e.Partition] = e.Offset

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/fencepost-dev/fencepost/offsetstore"
@@ -88,7 +90,7 @@ func (d CommitDone) Reason() string {
 	switch err := d.Err; {
 	case err == nil:
 		return ""
-	case errors.Is(err, offsetstore.ErrGenerationEnded), errors.Is(err, offsetstore.ErrStaleGeneration):
+	case errors.Is(err, offsets.ErrGenerationEnded), errors.Is(err, offsets.ErrStaleGeneration):
 		return "fenced"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"

@@ -29,10 +29,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // Errors of the Pipeline API.

@@ -9,15 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
 	"pgregory.net/rapid"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // recordPathSteps counts the record-path state machine's steps.
@@ -131,10 +133,10 @@ type rpModel struct {
 	rt      *rapid.T
 	drawing bool // stages may draw plans (false while draining: plans default to pass)
 
-	gen        offsetstore.Generation
+	gen        offsets.Generation
 	active     bool
 	revokeDone chan error
-	stores     map[offsetstore.Generation]*memoryStore
+	stores     map[offsets.Generation]*memoryStore
 	committed  map[offsetstore.TopicPartition]int64 // the group's committed offsets, across generations
 
 	pending   []process.Message // emitted by the coordinator, not yet accepted by processing
@@ -150,7 +152,7 @@ type rpModel struct {
 	skipped   map[source]bool
 	before    map[offsetstore.TopicPartition]int64 // committable before the step, -1 unset
 	noticesAt int
-	checked   map[offsetstore.BatchID]bool
+	checked   map[offsets.RequestID]bool
 }
 
 type keyRef struct {
@@ -181,7 +183,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		dlPlans:     map[source]dlFate{},
 		rt:          t,
 		drawing:     true,
-		stores:      map[offsetstore.Generation]*memoryStore{},
+		stores:      map[offsets.Generation]*memoryStore{},
 		committed:   map[offsetstore.TopicPartition]int64{},
 		handedSeq:   map[*fetch.Batch]int{},
 		lastStart:   map[keyRef]int{},
@@ -189,7 +191,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		seekFence:   map[offsetstore.TopicPartition]offsetstore.Epoch{},
 		completed:   map[source]bool{},
 		skipped:     map[source]bool{},
-		checked:     map[offsetstore.BatchID]bool{},
+		checked:     map[offsets.RequestID]bool{},
 	}
 	concurrency := rapid.IntRange(1, 3).Draw(t, "concurrency")
 	m.sched = process.NewScheduler(concurrency, m.keyOrdering)
@@ -419,7 +421,7 @@ func (m *rpModel) AnswerFetch(t *rapid.T) {
 		t.Skip("no fetch in flight")
 	}
 	i := rapid.IntRange(0, len(m.h.fetches)-1).Draw(t, "fetch")
-	m.answerFetch(i, func(e offsetstore.FetchEntry) fetch.PartitionResult {
+	m.answerFetch(i, func(e offsets.FetchEntry) fetch.PartitionResult {
 		if rapid.IntRange(0, 9).Draw(t, "fetch fails") == 0 {
 			return fetch.PartitionResult{Outcome: fetch.Retriable, Err: errors.New("connection reset"), Next: e.Position.Offset(), LogStart: -1, HighWatermark: -1}
 		}
@@ -427,7 +429,7 @@ func (m *rpModel) AnswerFetch(t *rapid.T) {
 	})
 }
 
-func (m *rpModel) answerFetch(i int, answer func(offsetstore.FetchEntry) fetch.PartitionResult) {
+func (m *rpModel) answerFetch(i int, answer func(offsets.FetchEntry) fetch.PartitionResult) {
 	m.beforeStep()
 	f := m.h.fetches[i]
 	m.h.fetches = append(m.h.fetches[:i], m.h.fetches[i+1:]...)
@@ -437,7 +439,7 @@ func (m *rpModel) answerFetch(i int, answer func(offsetstore.FetchEntry) fetch.P
 
 // records answers a fetch entry with the records from its position up to
 // to (at most the high watermark), keyed.
-func (m *rpModel) records(e offsetstore.FetchEntry, to int64) fetch.PartitionResult {
+func (m *rpModel) records(e offsets.FetchEntry, to int64) fetch.PartitionResult {
 	from, hw := e.Position.Offset(), m.hw[e.Partition]
 	to = min(to, hw)
 	if from > hw {
@@ -452,7 +454,7 @@ func (m *rpModel) records(e offsetstore.FetchEntry, to int64) fetch.PartitionRes
 		recs = append(recs, stages.Record{Topic: e.Partition.Topic, Partition: e.Partition.Partition, Offset: o,
 			Key: []byte(m.key(s)), Value: []byte("v")})
 	}
-	b := fetch.NewBatch(e.Partition, e.Position.Generation(), e.Position.Epoch(), offsetstore.Span{Start: from, End: to}, recs, to-from)
+	b := fetch.NewBatch(e.Partition, e.Position.Generation(), e.Position.Epoch(), offsets.Span{Start: from, End: to}, recs, to-from)
 	return fetch.PartitionResult{Next: to, Batch: b, Bytes: to - from, LogStart: 0, HighWatermark: hw}
 }
 
@@ -467,7 +469,7 @@ func (m *rpModel) AnswerResolve(t *rapid.T) {
 func (m *rpModel) answerResolve(fail bool) {
 	m.beforeStep()
 	r := m.h.takeResolve()
-	m.h.answerResolve(r, func(e offsetstore.ResolveEntry) resolve.PartitionResult {
+	m.h.answerResolve(r, func(e offsets.ResolveEntry) resolve.PartitionResult {
 		if fail {
 			return resolve.PartitionResult{Err: errors.New("request timed out"), LogStart: -1, HighWatermark: -1, TimeOffset: -1}
 		}
@@ -492,19 +494,19 @@ func (m *rpModel) answerCommit(outcome int) {
 	case 0:
 		err = errors.New("coordinator load in progress")
 	case 1:
-		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsetstore.ErrGenerationEnded)
+		err = fmt.Errorf("REBALANCE_IN_PROGRESS: %w", offsets.ErrGenerationEnded)
 		if s, ok := req.Store.(*memoryStore); ok {
 			s.Fence()
 		}
 	default:
-		if err = req.Store.Commit(context.Background(), req.Batch); err == nil {
-			for i := 0; i < req.Batch.Len(); i++ {
-				e := req.Batch.At(i)
+		if err = req.Store.Commit(context.Background(), req.Request); err == nil {
+			for i := 0; i < req.Request.Len(); i++ {
+				e := req.Request.At(i)
 				m.committed[e.Partition] = e.Offset
 			}
 		}
 	}
-	m.h.send(&commit.Result{Batch: req.Batch, Err: err})
+	m.h.send(&commit.Result{Request: req.Request, Err: err})
 	m.afterStep()
 }
 
@@ -786,10 +788,10 @@ func (m *rpModel) afterStep() {
 		}
 	}
 	for _, req := range m.h.commits {
-		if !m.checked[req.Batch.ID()] {
-			m.checked[req.Batch.ID()] = true
-			for i := 0; i < req.Batch.Len(); i++ {
-				e := req.Batch.At(i)
+		if !m.checked[req.Request.ID()] {
+			m.checked[req.Request.ID()] = true
+			for i := 0; i < req.Request.Len(); i++ {
+				e := req.Request.At(i)
 				m.checkAccounted(m.rt, "commit sent", e.Partition, e.Offset)
 			}
 		}
@@ -925,12 +927,12 @@ func (m *rpModel) drainRound(t *rapid.T) bool {
 	// Answer every fetch in flight: with records up to the high
 	// watermark, or empty (a long poll that reached fetch_max_wait).
 	// Only records handed out count as moving.
-	ids := make([]offsetstore.BatchID, len(m.h.fetches))
+	ids := make([]offsets.RequestID, len(m.h.fetches))
 	for i, f := range m.h.fetches {
 		ids[i] = f.ID()
 	}
 	for _, id := range ids {
-		i := slices.IndexFunc(m.h.fetches, func(f offsetstore.FetchBatch) bool { return f.ID() == id })
+		i := slices.IndexFunc(m.h.fetches, func(f offsets.FetchRequest) bool { return f.ID() == id })
 		if i < 0 {
 			continue
 		}
@@ -939,7 +941,7 @@ func (m *rpModel) drainRound(t *rapid.T) bool {
 				moved = true
 			}
 		}
-		m.answerFetch(i, func(e offsetstore.FetchEntry) fetch.PartitionResult { return m.records(e, m.hw[e.Partition]) })
+		m.answerFetch(i, func(e offsets.FetchEntry) fetch.PartitionResult { return m.records(e, m.hw[e.Partition]) })
 	}
 	// let backoffs, the commit interval and revoke deadlines pass
 	m.beforeStep()

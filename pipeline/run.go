@@ -14,15 +14,15 @@ import (
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/internal/wait"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/commit"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // runner is one Run of a Pipeline: the goroutines of every stage and what
@@ -198,8 +198,8 @@ func (r *runner) run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel() // before wg.Wait: stop every stage
 
-	resolveCh := make(chan offsetstore.ResolveBatch, 1)
-	commitCh := make(chan commit.Request, 1)
+	resolveCh := make(chan offsets.ResolveRequest, 1)
+	commitCh := make(chan commit.Job, 1)
 	metaCh := make(chan struct{}, 1)
 	processCh := make(chan process.Message)
 	noticeCh := make(chan notice, 64)
@@ -221,11 +221,11 @@ func (r *runner) run(ctx context.Context) error {
 		metadataBackoff:   100 * time.Millisecond,
 		reportCommits:     p.obs != nil,
 	}, coordinatorOutputs{
-		resolve:  func(b offsetstore.ResolveBatch) { resolveCh <- b },
-		commit:   func(c commit.Request) { commitCh <- c },
+		resolve:  func(b offsets.ResolveRequest) { resolveCh <- b },
+		commit:   func(c commit.Job) { commitCh <- c },
 		metadata: func() { trySend(metaCh) },
 		// Called on the coordinator goroutine only: fetchers is its.
-		fetch: func(b offsetstore.FetchBatch) {
+		fetch: func(b offsets.FetchRequest) {
 			k := fetcherKey{broker: b.Broker(), index: b.Fetcher()}
 			ch := fetchers[k]
 			if ch == nil {
@@ -267,20 +267,20 @@ func (r *runner) run(ctx context.Context) error {
 				Failed: s.Failed, DeadLettered: s.DeadLettered, Duration: s.Duration})
 		}
 	}
-	processor := process.NewProcessor(process.Config{
+	step := process.NewStep(process.Config{
 		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
 		OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
 	})
 
 	wg.Go(func() { loop.run(runCtx) })
-	wg.Go(func() { processor.Run(runCtx, processCh, loop.reports) })
+	wg.Go(func() { step.Run(runCtx, processCh, loop.reports) })
 	wg.Go(func() {
-		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsetstore.ResolveBatch) event {
+		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsets.ResolveRequest) event {
 			return resolvedEvent{resolver.Resolve(ctx, b)}
 		})
 	})
 	wg.Go(func() {
-		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Request) event { return committedEvent{r.commit(ctx, committer, c)} })
+		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Job) event { return committedEvent{r.commit(ctx, committer, c)} })
 	})
 	wg.Go(func() { r.refreshMetadata(runCtx, metadata, metaCh, loop) })
 	wg.Go(func() { r.notify(runCtx, noticeCh) })
@@ -342,7 +342,7 @@ func (e *StoppedPartitionsError) Unwrap() []error {
 // fetchJob is a fetch and the context it runs in (aborted on revoke).
 type fetchJob struct {
 	ctx   context.Context
-	batch offsetstore.FetchBatch
+	batch offsets.FetchRequest
 }
 
 // fetch runs one fetch on a broker's stream and reports it to the
@@ -371,11 +371,11 @@ func (r *runner) fetch(s *fetch.Stream, j fetchJob) *fetch.Result {
 }
 
 // commit runs one commit and reports it to the observer, if any.
-func (r *runner) commit(ctx context.Context, committer *commit.Committer, c commit.Request) *commit.Result {
+func (r *runner) commit(ctx context.Context, committer *commit.Committer, c commit.Job) *commit.Result {
 	began := time.Now()
 	res := committer.Commit(ctx, c)
 	if r.p.obs != nil {
-		r.p.obs.CommitDone(CommitDone{Partitions: c.Batch.Len(), Latency: time.Since(began), Err: res.Err})
+		r.p.obs.CommitDone(CommitDone{Partitions: c.Request.Len(), Latency: time.Since(began), Err: res.Err})
 	}
 	return res
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // checker watches every stage call of a run, independently of the

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/process"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
-	"github.com/fencepost-dev/fencepost/stages/process"
 )
 
 // Step is a stage with the name its dead letters and errors carry (the
@@ -191,7 +192,7 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step)
 			if rn.BatchSize > 0 {
 				n = min(n, rn.BatchSize)
 			}
-			span := offsetstore.Span{Start: batch[0].Offset, End: batch[n-1].Offset + 1}
+			span := offsets.Span{Start: batch[0].Offset, End: batch[n-1].Offset + 1}
 			otp := offsetstore.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 			msg.Batches = append(msg.Batches, fetch.NewBatch(otp, 1, 1, span, batch[:n:n], 0))
 			batches[tp]++
@@ -203,13 +204,13 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step)
 	res := Result{Marks: map[Partition]int64{}, Stopped: map[Partition]error{}}
 	for _, tp := range tps {
 		in := parts[tp]
-		wm := offsetstore.NewWatermark(1, 1, in[0].Offset)
+		wm := offsets.NewWatermark(1, 1, in[0].Offset)
 		var stopErr error
 		unfinished := len(completions[tp]) < batches[tp] // ctx ended first
 		for _, c := range completions[tp] {
 			sp := c.Batch.Span()
 			if c.FinishedBelow > sp.Start {
-				_ = wm.Mark(1, 1, offsetstore.Span{Start: sp.Start, End: c.FinishedBelow})
+				_ = wm.Mark(1, 1, offsets.Span{Start: sp.Start, End: c.FinishedBelow})
 			}
 			if c.Err != nil && stopErr == nil {
 				stopErr = c.Err
@@ -252,7 +253,7 @@ func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg proce
 	if conc <= 0 {
 		conc = 4
 	}
-	p := process.NewProcessor(process.Config{Chain: chain, Concurrency: conc, KeyOrdering: rn.KeyOrdering})
+	p := process.NewStep(process.Config{Chain: chain, Concurrency: conc, KeyOrdering: rn.KeyOrdering})
 	in := make(chan process.Message, 1)
 	out := make(chan *process.Report)
 	in <- msg

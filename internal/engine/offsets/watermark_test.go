@@ -1,16 +1,17 @@
-package offsetstore
+package offsets
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/fencepost-dev/fencepost/offsetstore"
 	"pgregory.net/rapid"
 )
 
 func TestWatermarkMark(t *testing.T) {
 	type mark struct {
 		gen   Generation
-		epoch Epoch
+		epoch offsetstore.Epoch
 		span  Span
 		err   error
 	}

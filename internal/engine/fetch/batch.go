@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -18,9 +19,9 @@ import (
 // record (compacted, transaction markers) are covered too.
 type Batch struct {
 	tp      offsetstore.TopicPartition
-	gen     offsetstore.Generation
+	gen     offsets.Generation
 	epoch   offsetstore.Epoch
-	span    offsetstore.Span
+	span    offsets.Span
 	records []stages.Record
 	bytes   int64
 }
@@ -28,8 +29,8 @@ type Batch struct {
 // NewBatch builds a batch. records must be in offset order within span;
 // the batch takes ownership of the slice. bytes is the memory the
 // records hold (their footprint), counted against the byte budget.
-func NewBatch(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch offsetstore.Epoch,
-	span offsetstore.Span, records []stages.Record, bytes int64) *Batch {
+func NewBatch(tp offsetstore.TopicPartition, gen offsets.Generation, epoch offsetstore.Epoch,
+	span offsets.Span, records []stages.Record, bytes int64) *Batch {
 	return &Batch{tp: tp, gen: gen, epoch: epoch, span: span, records: records, bytes: bytes}
 }
 
@@ -37,13 +38,13 @@ func NewBatch(tp offsetstore.TopicPartition, gen offsetstore.Generation, epoch o
 func (b *Batch) Partition() offsetstore.TopicPartition { return b.tp }
 
 // Generation is the generation the batch was fetched in.
-func (b *Batch) Generation() offsetstore.Generation { return b.gen }
+func (b *Batch) Generation() offsets.Generation { return b.gen }
 
 // Epoch is the partition epoch the batch was fetched in.
 func (b *Batch) Epoch() offsetstore.Epoch { return b.epoch }
 
 // Span is the range of offsets the batch covers.
-func (b *Batch) Span() offsetstore.Span { return b.span }
+func (b *Batch) Span() offsets.Span { return b.span }
 
 // Records returns the batch's records. They are read-only (see
 // stages.Record).

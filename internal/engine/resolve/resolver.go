@@ -18,8 +18,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/listoffsets"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 const (
@@ -49,7 +49,7 @@ type key struct {
 // Resolve looks up every entry of b: log start, high watermark and, for
 // AtTime requests, the offset at the time. It returns one result per
 // entry, in order; a failed lookup is that entry's Err.
-func (r *Resolver) Resolve(ctx context.Context, b offsetstore.ResolveBatch) *Result {
+func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Result {
 	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
 	req := &listoffsets.Request{ReplicaID: -1}
 	topicIdx := map[string]int{}

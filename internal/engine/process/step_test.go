@@ -11,9 +11,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -25,12 +26,12 @@ func batch(tp offsetstore.TopicPartition, epoch offsetstore.Epoch, from, to int6
 	for o := from; o < to; o++ {
 		recs = append(recs, stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: o, Key: []byte(key(o))})
 	}
-	return fetch.NewBatch(tp, 1, epoch, offsetstore.Span{Start: from, End: to}, recs, to-from)
+	return fetch.NewBatch(tp, 1, epoch, offsets.Span{Start: from, End: to}, recs, to-from)
 }
 
 func sameKey(int64) string { return "k" }
 
-// harness runs a Processor and collects its completions.
+// harness runs a Step and collects its completions.
 type harness struct {
 	in     chan Message
 	out    chan *Report
@@ -43,7 +44,7 @@ type harness struct {
 func run(t *testing.T, cfg Config) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{in: make(chan Message), out: make(chan *Report), cancel: cancel, done: make(chan struct{})}
-	p := NewProcessor(cfg)
+	p := NewStep(cfg)
 	go func() { p.Run(ctx, h.in, h.out); close(h.done) }()
 	go func() {
 		for ev := range h.out {

@@ -3,7 +3,7 @@
 // [Batch]es, and the metadata refresher that tells the coordinator which
 // broker leads each partition.
 //
-// The coordinator decides what to fetch (an offsetstore.FetchBatch) and
+// The coordinator decides what to fetch (an offsets.FetchRequest) and
 // what to do with the answer; this package only talks to Kafka. Every
 // request is answered: a Fetcher returns one PartitionResult per entry,
 // even when the request fails as a whole.

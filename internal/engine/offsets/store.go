@@ -1,4 +1,4 @@
-package offsetstore
+package offsets
 
 import "context"
 
@@ -11,5 +11,5 @@ import "context"
 // caller must not retry that batch, under this or any later generation.
 // Other errors are retriable. Commit is called by one goroutine at a time.
 type CommitStore interface {
-	Commit(ctx context.Context, batch CommitBatch) error
+	Commit(ctx context.Context, batch CommitRequest) error
 }

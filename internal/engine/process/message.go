@@ -1,8 +1,8 @@
 package process
 
 import (
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // Fence tells processing that a partition's epochs up to Epoch are over

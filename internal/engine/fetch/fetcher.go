@@ -11,8 +11,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 // fetchVersion is the Fetch request version sent: v11 names topics
@@ -141,7 +141,7 @@ var errUnknownBroker = errors.New("unknown broker")
 // Fetch sends one Fetch request for every entry of b and returns one
 // result per entry, in order. It never fails as a whole: a request error
 // becomes every entry's outcome.
-func (s *Stream) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
+func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
 	ctx, cancel := context.WithTimeout(ctx, s.f.cfg.Timeout)
 	defer cancel()
@@ -203,7 +203,7 @@ func (s *Stream) Fetch(ctx context.Context, b offsetstore.FetchBatch) *Result {
 
 // request builds the wire request: a full fetch (no fetch session) of
 // every entry.
-func (f *Fetcher) request(b offsetstore.FetchBatch) *kmsg.FetchRequest {
+func (f *Fetcher) request(b offsets.FetchRequest) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = -1
@@ -233,7 +233,7 @@ func (f *Fetcher) request(b offsetstore.FetchBatch) *kmsg.FetchRequest {
 
 // find returns the index of the entry for topic/partition; guess, the
 // index in request order, is tried first.
-func find(b offsetstore.FetchBatch, topic string, partition int32, guess int) int {
+func find(b offsets.FetchRequest, topic string, partition int32, guess int) int {
 	if guess < b.Len() {
 		if e := b.At(guess); e.Partition.Topic == topic && e.Partition.Partition == partition {
 			return guess
@@ -250,7 +250,7 @@ func find(b offsetstore.FetchBatch, topic string, partition int32, guess int) in
 // decode turns one partition of a response into a result, keeping at
 // most room's bytes of records (at least one record if nothing was kept
 // yet, so a record larger than the room still gets through).
-func (f *Fetcher) decode(b offsetstore.FetchBatch, i int, p *kmsg.FetchResponseTopicPartition, room *room) PartitionResult {
+func (f *Fetcher) decode(b offsets.FetchRequest, i int, p *kmsg.FetchResponseTopicPartition, room *room) PartitionResult {
 	e := b.At(i)
 	at := e.Position.Offset()
 	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at}
@@ -265,7 +265,7 @@ func (f *Fetcher) decode(b offsetstore.FetchBatch, i int, p *kmsg.FetchResponseT
 	}
 	pr.Next = next
 	if len(recs) > 0 {
-		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsetstore.Span{Start: at, End: next}, recs, bytes)
+		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsets.Span{Start: at, End: next}, recs, bytes)
 		pr.Bytes, pr.Payload = bytes, payload
 	}
 	return pr

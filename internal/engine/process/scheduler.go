@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // Scheduler decides which records run when. It keeps each partition's

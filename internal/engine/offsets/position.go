@@ -1,8 +1,10 @@
-package offsetstore
+package offsets
 
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 // Position is where a partition is: an absolute, non-negative offset (the
@@ -14,17 +16,17 @@ import (
 // has, so a zero Position is always stale.
 type Position struct {
 	offset int64
-	epoch  Epoch
+	epoch  offsetstore.Epoch
 	gen    Generation
 }
 
 // NewPosition returns the position at offset in the given epoch and
-// generation. It fails with [ErrNegativeOffset] if offset < 0: logical
-// offsets such as -1 (latest) or -2 (earliest) are [StartRequest]s, not
+// generation. It fails with [offsetstore.ErrNegativeOffset] if offset < 0: logical
+// offsets such as -1 (latest) or -2 (earliest) are [offsetstore.StartRequest]s, not
 // positions.
-func NewPosition(offset int64, epoch Epoch, gen Generation) (Position, error) {
+func NewPosition(offset int64, epoch offsetstore.Epoch, gen Generation) (Position, error) {
 	if offset < 0 {
-		return Position{}, fmt.Errorf("%w: %d", ErrNegativeOffset, offset)
+		return Position{}, fmt.Errorf("%w: %d", offsetstore.ErrNegativeOffset, offset)
 	}
 	return Position{offset: offset, epoch: epoch, gen: gen}, nil
 }
@@ -33,7 +35,7 @@ func NewPosition(offset int64, epoch Epoch, gen Generation) (Position, error) {
 func (p Position) Offset() int64 { return p.offset }
 
 // Epoch is the partition epoch this position belongs to.
-func (p Position) Epoch() Epoch { return p.epoch }
+func (p Position) Epoch() offsetstore.Epoch { return p.epoch }
 
 // Generation is the group generation this position belongs to.
 func (p Position) Generation() Generation { return p.gen }

@@ -8,10 +8,11 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/resolve"
 )
 
 // TestResolve: log bounds for every entry, the offset at a time for
@@ -32,7 +33,7 @@ func TestResolve(t *testing.T) {
 	r := resolve.NewResolver(kafkawire.New(tr, kafka.TCP(c.Addrs...)), 5*time.Second)
 	p0 := offsetstore.TopicPartition{Topic: "r", Partition: 0}
 	p1 := offsetstore.TopicPartition{Topic: "r", Partition: 1}
-	batch := offsetstore.NewResolveBatch(1, []offsetstore.ResolveEntry{
+	batch := offsets.NewResolveRequest(1, []offsets.ResolveEntry{
 		{Partition: p0, Request: offsetstore.Earliest(), Epoch: 1},
 		{Partition: p0, Request: offsetstore.AtTime(base.Add(5*time.Minute + time.Second)), Epoch: 1},
 		{Partition: p1, Request: offsetstore.Latest(), Epoch: 2},
@@ -53,7 +54,7 @@ func TestResolve(t *testing.T) {
 	}
 	// a lookup of a partition that does not exist fails, flagged for a
 	// metadata refresh
-	res = r.Resolve(context.Background(), offsetstore.NewResolveBatch(1, []offsetstore.ResolveEntry{
+	res = r.Resolve(context.Background(), offsets.NewResolveRequest(1, []offsets.ResolveEntry{
 		{Partition: offsetstore.TopicPartition{Topic: "nope", Partition: 0}, Request: offsetstore.Earliest(), Epoch: 1},
 	}))
 	if pr := res.Partitions[0]; pr.Err == nil || !pr.NotLeader {

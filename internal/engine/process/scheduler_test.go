@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // TestSchedulerKeyGroups: with key ordering every batch, one-record

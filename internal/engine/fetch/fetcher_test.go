@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
-	"github.com/fencepost-dev/fencepost/stages/fetch"
 )
 
 // TestFetchDecoding: records below the requested offset are skipped,
@@ -47,13 +48,13 @@ func TestFetchDecoding(t *testing.T) {
 	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
 	tp := offsetstore.TopicPartition{Topic: "tx", Partition: 0}
 	missing := offsetstore.TopicPartition{Topic: "tx", Partition: 9}
-	at := func(offset int64) offsetstore.FetchEntry {
-		pos, _ := offsetstore.NewPosition(offset, 1, 1)
-		return offsetstore.FetchEntry{Partition: tp, Position: pos}
+	at := func(offset int64) offsets.FetchEntry {
+		pos, _ := offsets.NewPosition(offset, 1, 1)
+		return offsets.FetchEntry{Partition: tp, Position: pos}
 	}
 	tests := []struct {
 		name     string
-		entry    offsetstore.FetchEntry
+		entry    offsets.FetchEntry
 		maxBytes int32
 		offsets  []int64
 		next     int64
@@ -65,7 +66,7 @@ func TestFetchDecoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := offsetstore.NewFetchBatch(0, 0, 1, tt.maxBytes, []offsetstore.FetchEntry{tt.entry})
+			b := offsets.NewFetchRequest(0, 0, 1, tt.maxBytes, []offsets.FetchEntry{tt.entry})
 			pr := f.Fetch(ctx, b).Partitions[0]
 			if pr.Outcome != fetch.OK || pr.Next != tt.next || pr.HighWatermark != 6 {
 				t.Fatalf("outcome %v err %v next %d hw %d, want ok, next %d, hw 6", pr.Outcome, pr.Err, pr.Next, pr.HighWatermark, tt.next)
@@ -92,15 +93,15 @@ func TestFetchDecoding(t *testing.T) {
 	// A partition the broker does not have gets NotLeader (the
 	// coordinator refreshes metadata); the others of the request are
 	// answered.
-	pos, _ := offsetstore.NewPosition(0, 1, 1)
-	b := offsetstore.NewFetchBatch(0, 0, 1, 1<<20, []offsetstore.FetchEntry{at(0), {Partition: missing, Position: pos}})
+	pos, _ := offsets.NewPosition(0, 1, 1)
+	b := offsets.NewFetchRequest(0, 0, 1, 1<<20, []offsets.FetchEntry{at(0), {Partition: missing, Position: pos}})
 	res := f.Fetch(ctx, b)
 	if res.Partitions[0].Outcome != fetch.OK || res.Partitions[1].Outcome != fetch.NotLeader {
 		t.Fatalf("outcomes %v and %v, want ok and not_leader", res.Partitions[0].Outcome, res.Partitions[1].Outcome)
 	}
 	// A broker the metadata does not name: NotLeader for every entry,
 	// before anything is sent.
-	res = f.f.Stream(7).Fetch(ctx, offsetstore.NewFetchBatch(7, 0, 1, 1<<20, []offsetstore.FetchEntry{at(0)}))
+	res = f.f.Stream(7).Fetch(ctx, offsets.NewFetchRequest(7, 0, 1, 1<<20, []offsets.FetchEntry{at(0)}))
 	if pr := res.Partitions[0]; pr.Outcome != fetch.NotLeader {
 		t.Fatalf("fetch from an unknown broker: %v %v, want not_leader", pr.Outcome, pr.Err)
 	}
@@ -140,12 +141,12 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	c.Produce(t, "two", 1, 3, func(i int) []byte { return []byte{byte(i)} })
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "two", Partitions: []int32{0}, Err: kerr.NotLeaderForPartition})
 	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
-	var entries []offsetstore.FetchEntry
+	var entries []offsets.FetchEntry
 	for p := int32(0); p < 2; p++ {
-		pos, _ := offsetstore.NewPosition(0, 1, 1)
-		entries = append(entries, offsetstore.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "two", Partition: p}, Position: pos})
+		pos, _ := offsets.NewPosition(0, 1, 1)
+		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "two", Partition: p}, Position: pos})
 	}
-	res := f.Fetch(context.Background(), offsetstore.NewFetchBatch(0, 0, 1, 1<<20, entries))
+	res := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, 1<<20, entries))
 	p0, p1 := res.Partitions[0], res.Partitions[1]
 	if p0.Outcome != fetch.NotLeader || p0.Batch != nil || p0.Next != 0 {
 		t.Fatalf("partition 0: %v %v next %d, want not_leader with nothing", p0.Outcome, p0.Err, p0.Next)
@@ -165,13 +166,13 @@ func TestFetchResponseLeavesPartitionsOut(t *testing.T) {
 	c.Produce(t, "full", 0, 3, value)
 	c.Produce(t, "full", 1, 3, value)
 	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
-	var entries []offsetstore.FetchEntry
+	var entries []offsets.FetchEntry
 	for p := int32(0); p < 2; p++ {
-		pos, _ := offsetstore.NewPosition(0, 1, 1)
-		entries = append(entries, offsetstore.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos})
+		pos, _ := offsets.NewPosition(0, 1, 1)
+		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos})
 	}
 	// MaxBytes 1: the broker sends the first batch it finds and stops.
-	res := f.Fetch(context.Background(), offsetstore.NewFetchBatch(0, 0, 1, 1, entries))
+	res := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, 1, entries))
 	p0, p1 := res.Partitions[0], res.Partitions[1]
 	if p0.Outcome != fetch.OK || p0.Batch == nil || p0.Next == 0 {
 		t.Fatalf("partition 0: %v %v next %d, want records", p0.Outcome, p0.Err, p0.Next)
@@ -226,9 +227,9 @@ func TestFetchReadCommitted(t *testing.T) {
 	waitHW(t, c, "rc", 0, 9)
 	for _, committed := range []bool{true, false} {
 		f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
-		pos, _ := offsetstore.NewPosition(0, 1, 1)
-		pr := f.Fetch(ctx, offsetstore.NewFetchBatch(0, 0, 1, 1<<20,
-			[]offsetstore.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos}})).Partitions[0]
+		pos, _ := offsets.NewPosition(0, 1, 1)
+		pr := f.Fetch(ctx, offsets.NewFetchRequest(0, 0, 1, 1<<20,
+			[]offsets.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos}})).Partitions[0]
 		var got string
 		for _, r := range pr.Batch.Records() {
 			got += string(r.Value)

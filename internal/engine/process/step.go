@@ -8,7 +8,7 @@ import (
 	"github.com/sourcegraph/conc/pool"
 )
 
-// Config configures a Processor.
+// Config configures a Step.
 type Config struct {
 	Chain Chain
 	// Concurrency is the most units (batches, or key groups of batches)
@@ -23,15 +23,15 @@ type Config struct {
 	OnDone func(records int)
 }
 
-// Processor is the process stage: a Scheduler owned by Run's goroutine,
+// Step is the process step: a Scheduler owned by Run's goroutine,
 // and workers that run its units through the chain.
-type Processor struct {
+type Step struct {
 	cfg   Config
 	sched *Scheduler
 }
 
-// NewProcessor returns a Processor.
-func NewProcessor(cfg Config) *Processor {
+// NewStep returns a Step.
+func NewStep(cfg Config) *Step {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = runtime.GOMAXPROCS(0)
 	}
@@ -40,7 +40,7 @@ func NewProcessor(cfg Config) *Processor {
 	}
 	s := NewScheduler(cfg.Concurrency, cfg.KeyOrdering)
 	s.onDone = cfg.OnDone
-	return &Processor{cfg: cfg, sched: s}
+	return &Step{cfg: cfg, sched: s}
 }
 
 type unitDone struct {
@@ -51,7 +51,7 @@ type unitDone struct {
 // Run processes messages from in until ctx ends or in is closed, and
 // sends every report of completions to out (the coordinator's). Before returning it waits for running work: stage calls see
 // ctx, so a cancelled ctx makes them return early.
-func (p *Processor) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
+func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 	s := p.sched
 	workers := pool.New().WithMaxGoroutines(p.cfg.Concurrency)
 	done := make(chan unitDone, p.cfg.Concurrency)

@@ -1,8 +1,8 @@
 package resolve
 
-import "github.com/fencepost-dev/fencepost/offsetstore"
+import "github.com/fencepost-dev/fencepost/internal/engine/offsets"
 
-// PartitionResult is the answer for one entry of a ResolveBatch: the log
+// PartitionResult is the answer for one entry of a ResolveRequest: the log
 // bounds of the partition and, for an AtTime request, the offset of the
 // first record at or after the time.
 type PartitionResult struct {
@@ -13,9 +13,9 @@ type PartitionResult struct {
 	TimeOffset    int64 // AtTime requests only; -1 if no record is that recent
 }
 
-// Result answers one ResolveBatch: Partitions[i] is the answer for entry
+// Result answers one ResolveRequest: Partitions[i] is the answer for entry
 // i of Request.
 type Result struct {
-	Request    offsetstore.ResolveBatch
+	Request    offsets.ResolveRequest
 	Partitions []PartitionResult
 }

@@ -144,10 +144,10 @@ func TestChainIsolation(t *testing.T) {
 			case err != nil:
 				t.Fatal(err)
 			}
-			if got := offsets(out); !slices.Equal(got, tt.want.out) {
+			if got := offsetsOf(out); !slices.Equal(got, tt.want.out) {
 				t.Fatalf("out %v, want %v", got, tt.want.out)
 			}
-			if got := offsets(sink.got); !slices.Equal(got, tt.want.dead) {
+			if got := offsetsOf(sink.got); !slices.Equal(got, tt.want.dead) {
 				t.Fatalf("dead letters %v, want %v", got, tt.want.dead)
 			}
 			for _, d := range sink.got {
@@ -169,7 +169,7 @@ func (m *memSink) Produce(_ context.Context, rs []stages.Record) error {
 	return nil
 }
 
-func offsets(rs []stages.Record) []int64 {
+func offsetsOf(rs []stages.Record) []int64 {
 	var out []int64
 	for _, r := range rs {
 		out = append(out, r.Offset)
@@ -269,8 +269,8 @@ func TestChainTimeout(t *testing.T) {
 	c := Chain{Stages: []NamedStage{{Name: "slow", Stage: hang}}, Timeout: 5 * time.Millisecond,
 		Policy: FailurePolicy{Retries: 1, Backoff: time.Millisecond, Sink: sink}, Log: nopLog()}
 	out, err := c.Run(context.Background(), records(0, 1, 2))
-	if err != nil || !slices.Equal(offsets(out), []int64{0, 2}) || !slices.Equal(offsets(sink.got), []int64{1}) {
-		t.Fatalf("out %v, dead letters %v, err %v; want 0 and 2 out, 1 dead-lettered", offsets(out), offsets(sink.got), err)
+	if err != nil || !slices.Equal(offsetsOf(out), []int64{0, 2}) || !slices.Equal(offsetsOf(sink.got), []int64{1}) {
+		t.Fatalf("out %v, dead letters %v, err %v; want 0 and 2 out, 1 dead-lettered", offsetsOf(out), offsetsOf(sink.got), err)
 	}
 	if msg, _ := sink.got[0].Header(stages.HeaderErrorMessage); !strings.Contains(string(msg), "did not finish 1 record(s) within processing_timeout (5ms)") {
 		t.Fatalf("dead letter error %q, want the processing timeout", msg)
@@ -329,8 +329,8 @@ func TestChainUndeliverable(t *testing.T) {
 	sink := &refusingSink{}
 	c := Chain{Stages: []NamedStage{{Name: "check", Stage: fails(1)}}, Policy: FailurePolicy{Backoff: time.Millisecond, Sink: sink}, Log: nopLog()}
 	out, err := c.Run(context.Background(), big)
-	if err != nil || !slices.Equal(offsets(out), []int64{0, 2}) || len(sink.got) != 1 {
-		t.Fatalf("out %v, err %v, %d dead letters; want 0 and 2 out and one truncated dead letter", offsets(out), err, len(sink.got))
+	if err != nil || !slices.Equal(offsetsOf(out), []int64{0, 2}) || len(sink.got) != 1 {
+		t.Fatalf("out %v, err %v, %d dead letters; want 0 and 2 out and one truncated dead letter", offsetsOf(out), err, len(sink.got))
 	}
 	dl := sink.got[0]
 	size, _ := dl.Header(stages.HeaderSourceSize)

@@ -1,6 +1,10 @@
-package offsetstore
+package offsets
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
 
 // Span is a half-open range of offsets [Start, End). The pipeline hands
 // records to processing in spans that tile the partition's offset space
@@ -41,16 +45,16 @@ func (s Span) String() string { return fmt.Sprintf("[%d,%d)", s.Start, s.End) }
 // nothing committable.
 type Watermark struct {
 	gen     Generation
-	floor   Epoch  // marks of older epochs are rejected
-	next    int64  // committable offset; valid when set
-	set     bool   // a starting position exists
-	pending []Span // marked spans beyond next, sorted, disjoint, not touching next
+	floor   offsetstore.Epoch // marks of older epochs are rejected
+	next    int64             // committable offset; valid when set
+	set     bool              // a starting position exists
+	pending []Span            // marked spans beyond next, sorted, disjoint, not touching next
 }
 
 // NewWatermark starts a watermark for a generation at a position of the
 // given epoch: the committable offset is start until spans from it on are
 // marked.
-func NewWatermark(gen Generation, epoch Epoch, start int64) Watermark {
+func NewWatermark(gen Generation, epoch offsetstore.Epoch, start int64) Watermark {
 	return Watermark{gen: gen, floor: epoch, next: start, set: true}
 }
 
@@ -60,7 +64,7 @@ func NewWatermark(gen Generation, epoch Epoch, start int64) Watermark {
 func (w *Watermark) Committable() (offset int64, ok bool) { return w.next, w.set }
 
 // Floor returns the oldest epoch whose marks the watermark accepts.
-func (w *Watermark) Floor() Epoch { return w.floor }
+func (w *Watermark) Floor() offsetstore.Epoch { return w.floor }
 
 // Generation returns the generation whose marks the watermark accepts.
 func (w *Watermark) Generation() Generation { return w.gen }
@@ -73,7 +77,7 @@ func (w *Watermark) Pending() int { return len(w.pending) }
 // [ErrStaleEpoch] for a mark of an epoch before the last Restart (or
 // before any start), and with [ErrEmptySpan] for an empty span. Marking
 // offsets that are already committable is harmless.
-func (w *Watermark) Mark(gen Generation, epoch Epoch, s Span) error {
+func (w *Watermark) Mark(gen Generation, epoch offsetstore.Epoch, s Span) error {
 	switch {
 	case gen != w.gen:
 		return ErrStaleGeneration
@@ -169,7 +173,7 @@ func (w *Watermark) insert(s Span) {
 // that no longer exist: keeping them would skip the new log's records up
 // to the old offset, and a late mark of the old lineage would claim new
 // records as processed.
-func (w *Watermark) Restart(epoch Epoch, offset int64) {
+func (w *Watermark) Restart(epoch offsetstore.Epoch, offset int64) {
 	w.floor = epoch
 	w.pending = w.pending[:0]
 	w.next = offset

@@ -1,4 +1,4 @@
-// Package commit is the pipeline's commit step: it writes a CommitBatch
+// Package commit is the pipeline's commit step: it writes a CommitRequest
 // to the CommitStore of the batch's generation, retrying transient
 // failures, and never resending a batch the group fenced.
 //
@@ -13,8 +13,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+
 	"github.com/fencepost-dev/fencepost/internal/wait"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 // Committer runs commits one at a time (the coordinator sends the next
@@ -36,24 +37,24 @@ func NewCommitter(backoff, timeout time.Duration) *Committer {
 	return &Committer{backoff: backoff, timeout: timeout}
 }
 
-// Commit writes r.Batch to r.Store. It returns at once on success, on an
-// error wrapping offsetstore.ErrGenerationEnded or ErrStaleGeneration
+// Commit writes r.Request to r.Store. It returns at once on success, on an
+// error wrapping offsets.ErrGenerationEnded or ErrStaleGeneration
 // (never retried: the generation is over), or when ctx ends; other
 // errors are retried until the timeout and the last one is returned.
-func (c *Committer) Commit(ctx context.Context, r Request) *Result {
+func (c *Committer) Commit(ctx context.Context, r Job) *Result {
 	if r.Store == nil {
-		return &Result{Batch: r.Batch, Err: errors.New("commit: no store for the generation")}
+		return &Result{Request: r.Request, Err: errors.New("commit: no store for the generation")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	delay := c.backoff
 	for attempt := 1; ; attempt++ {
-		err := r.Store.Commit(ctx, r.Batch)
-		if err == nil || errors.Is(err, offsetstore.ErrGenerationEnded) || errors.Is(err, offsetstore.ErrStaleGeneration) {
-			return &Result{Batch: r.Batch, Err: err}
+		err := r.Store.Commit(ctx, r.Request)
+		if err == nil || errors.Is(err, offsets.ErrGenerationEnded) || errors.Is(err, offsets.ErrStaleGeneration) {
+			return &Result{Request: r.Request, Err: err}
 		}
 		if !wait.For(ctx, delay) {
-			return &Result{Batch: r.Batch, Err: fmt.Errorf("commit of %d partitions failed after %d attempts: %w", r.Batch.Len(), attempt, err)}
+			return &Result{Request: r.Request, Err: fmt.Errorf("commit of %d partitions failed after %d attempts: %w", r.Request.Len(), attempt, err)}
 		}
 		delay = min(2*delay, 2*time.Second)
 	}

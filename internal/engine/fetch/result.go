@@ -3,6 +3,7 @@ package fetch
 import (
 	"fmt"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -45,7 +46,7 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
 
-// PartitionResult is the answer for one entry of a FetchBatch.
+// PartitionResult is the answer for one entry of a FetchRequest.
 type PartitionResult struct {
 	Outcome       Outcome
 	Err           error // the broker or client error behind a non-OK outcome
@@ -66,10 +67,10 @@ type PartitionResult struct {
 	Payload int64
 }
 
-// Result answers one FetchBatch: Partitions[i] is the answer for entry i
+// Result answers one FetchRequest: Partitions[i] is the answer for entry i
 // of Request.
 type Result struct {
-	Request    offsetstore.FetchBatch
+	Request    offsets.FetchRequest
 	Partitions []PartitionResult
 }
 
