@@ -98,7 +98,7 @@ func (failingWriter) Write(p []byte) (int, error) { return 0, errors.New("broken
 
 func TestLogWriteFailureFailsRecords(t *testing.T) {
 	st := build(t, "log", stages.Options{"every": 2}, stagetest.Env(failingWriter{}, nil))
-	res := stagetest.Run(t, []stages.Record{rec(1, "", "a"), rec(2, "", "b"), rec(3, "", "c")}, stagetest.Step{Name: "log", Stage: st})
+	res := stagetest.Run(t, []stages.Record{rec(1, "", "a"), rec(2, "", "b"), rec(3, "", "c")}, stagetest.NamedStage{Name: "log", Stage: st})
 	// records 1 and 3 are printed (one in every 2), so they fail; record
 	// 2 is not printed and passes
 	if got := offsets(res.Outputs); !slices.Equal(got, []int64{2}) {
