@@ -1,5 +1,5 @@
 // Package app is the processor's command line: run, lint, stages,
-// offsets, consume, produce, broker and version. cmd/processor is a thin
+// offsets, consume, produce, topics, broker and version. cmd/processor is a thin
 // main around Main; a program with stages of its own builds its binary the
 // same way:
 //
@@ -86,6 +86,7 @@ func commands(env *clibase.Env) []*cobra.Command {
 		kafkatools.OffsetsCommand(env),
 		kafkatools.ConsumeCommand(env),
 		kafkatools.ProduceCommand(env),
+		kafkatools.TopicsCommand(env),
 		broker.Command(env),
 		buildinfo.Command(env),
 	}

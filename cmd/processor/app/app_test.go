@@ -19,7 +19,7 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("version: %d %q", code, out)
 	}
 	for _, cmd := range [][]string{{"run"}, {"lint"}, {"stages"}, {"broker"}, {"version"}, {"offsets"}, {"offsets", "describe"},
-		{"offsets", "reset"}, {"consume"}, {"produce"}} {
+		{"offsets", "reset"}, {"consume"}, {"produce"}, {"topics"}, {"topics", "list"}, {"topics", "create"}, {"topics", "delete"}} {
 		code, out, _ := runCLI(context.Background(), clitest.Registry(), append(cmd, "--help")...)
 		if code != ExitOK || !strings.Contains(out, "Usage:") {
 			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +29,9 @@ type Options struct {
 	Partitions int
 	Topics     []string
 	DataDir    string
+	// MaxMessageBytes is the largest record batch the brokers accept
+	// (message.max.bytes); 0 keeps kfake's default, 1048588.
+	MaxMessageBytes int
 }
 
 // Start starts a kfake cluster on 127.0.0.1. Topics are created
@@ -52,6 +56,9 @@ func Start(o Options) (*kfake.Cluster, error) {
 	}
 	if o.DataDir != "" {
 		opts = append(opts, kfake.DataDir(o.DataDir))
+	}
+	if o.MaxMessageBytes > 0 {
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(o.MaxMessageBytes)}))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
@@ -105,8 +112,13 @@ func (c *cli) brokerCmd() *cobra.Command {
 		Long: `broker runs an in-process Kafka-protocol cluster on 127.0.0.1, for
 development, demos and benchmarks, until SIGINT or SIGTERM. It prints the
 bootstrap address on a line of its own ("bootstrap: host:port,...").
-Topics named with --topics are created at start; others are created when a
-client asks for them. Data lives in memory unless --data-dir is set.
+Topics named with --topics are created at start; others with 'processor
+topics create', or by a client that asks the broker to create a topic it
+names. The processor's tools (produce, consume, offsets) never ask: a
+topic that does not exist is an error, not a new topic. Data lives in
+memory unless --data-dir is set; --max-message-bytes sets the largest
+record batch the brokers accept (message.max.bytes; a topic may set its
+own max.message.bytes).
 
 It is not a production broker: no replication, no authentication.`,
 		Example: "  processor broker --port 9092 --topics orders,orders.dlq\n  processor broker --brokers 3 --partitions 12 --data-dir ./kafka-data",
@@ -117,6 +129,9 @@ It is not a production broker: no replication, no authentication.`,
 			}
 			if o.Partitions < 1 {
 				return errors.New("--partitions: use 1 or more")
+			}
+			if o.MaxMessageBytes < 0 {
+				return errors.New("--max-message-bytes: use 1 or more, or 0 for the default")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -129,6 +144,7 @@ It is not a production broker: no replication, no authentication.`,
 	f.IntVar(&o.Partitions, "partitions", 4, "partitions of each topic created")
 	f.StringSliceVar(&o.Topics, "topics", nil, "topics to create at start (comma-separated)")
 	f.StringVar(&o.DataDir, "data-dir", "", "`DIR` to keep the data in across restarts (default: memory only)")
+	f.IntVar(&o.MaxMessageBytes, "max-message-bytes", 0, "largest record batch the brokers accept, in `BYTES` (message.max.bytes; 0: 1048588)")
 	return cmd
 }
 

@@ -2,13 +2,20 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
 	"github.com/fencepost-dev/fencepost/internal/cli/clitest"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // TestBrokerCommandHints: a data directory that cannot be used is named
@@ -38,5 +45,47 @@ func TestBrokerCommandHints(t *testing.T) {
 				t.Errorf("exit %d, stderr:\n%s\nwant %q, not %q", code, errOut, c.want, c.notWant)
 			}
 		})
+	}
+}
+
+// TestBrokerMaxMessageBytes: --max-message-bytes is the largest batch the
+// brokers accept; the help says how topics come to exist, as the tools
+// behave (they never create one).
+func TestBrokerMaxMessageBytes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut stagetest.Buffer
+	done := make(chan int, 1)
+	go func() {
+		env := &clibase.Env{Stdout: &out, Stderr: &errOut}
+		done <- clibase.Execute(ctx, env, []string{"broker", "--port", "0", "--topics", "t", "--max-message-bytes", "1024"}, Command(env))
+	}()
+	var addr string
+	clitest.WaitUntil(t, 10*time.Second, "the bootstrap line", func() bool {
+		s, ok := strings.CutPrefix(out.String(), "bootstrap: ")
+		addr, _, ok = strings.Cut(s, "\n")
+		return ok
+	})
+	cl := clitest.Client(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	if err := cl.ProduceSync(pctx, &kgo.Record{Topic: "t", Value: make([]byte, 2000)}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Errorf("a 2000-byte record: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	if err := cl.ProduceSync(pctx, &kgo.Record{Topic: "t", Value: make([]byte, 500)}).FirstErr(); err != nil {
+		t.Errorf("a 500-byte record: %v", err)
+	}
+	cl.Close()
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+
+	_, help, _ := runCLI(context.Background(), nil, "broker", "--help")
+	for _, want := range []string{"'processor\ntopics create'", "never ask: a\ntopic that does not exist is an error", "--max-message-bytes BYTES"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("broker --help lacks %q:\n%s", want, help)
+		}
 	}
 }

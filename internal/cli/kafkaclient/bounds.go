@@ -44,14 +44,14 @@ func ReadBounds(ctx context.Context, adm *kadm.Client, topics []string) (Bounds,
 		if len(missing) == 0 {
 			missing = []string{strings.Join(topics, ", ")}
 		}
-		return b, clibase.Failure("topic %s does not exist (check the name)", strings.Join(missing, ", "))
+		return b, clibase.Failure("topic %s does not exist (check the name; 'processor topics list' lists the topics, 'processor topics create' creates one)", strings.Join(missing, ", "))
 	}
 	if err != nil {
 		return b, err
 	}
 	for _, t := range topics {
 		if len(b.Ends[t]) == 0 {
-			return b, clibase.Failure("topic %q does not exist (check the name)", t)
+			return b, clibase.Failure("topic %q does not exist (check the name; 'processor topics list' lists the topics, 'processor topics create' creates one)", t)
 		}
 	}
 	return b, nil

@@ -1,7 +1,7 @@
 // Package kafkatools holds the processor's Kafka tools, on franz-go:
 // offsets (describe a consumer group's committed offsets against the log,
-// reset them), consume (print records) and produce (write records from
-// stdin). They reach the cluster through a configuration file's kafka:
+// reset them), consume (print records), produce (write records from
+// stdin) and topics (list, create, delete). They reach the cluster through a configuration file's kafka:
 // section or flags (clusterFlags), and share one JSON form of a record
 // (JSONRecord).
 package kafkatools
@@ -20,6 +20,9 @@ func OffsetsCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).offset
 
 // ConsumeCommand returns the consume command.
 func ConsumeCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).consumeCmd() }
+
+// TopicsCommand returns the topics command (list, create, delete).
+func TopicsCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).topicsCmd() }
 
 // ProduceCommand returns the produce command, which reads env.Stdin.
 func ProduceCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).produceCmd() }

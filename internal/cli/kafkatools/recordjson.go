@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -13,8 +14,9 @@ import (
 // JSONRecord is a record as consume --output json writes it and produce
 // --input json reads it, one per line. Bytes that are valid UTF-8 are
 // written as a string (key, value), others base64-encoded (key_base64,
-// value_base64); a null key or value has neither. produce ignores topic,
-// partition and offset.
+// value_base64); a null key or value has neither. produce ignores topic
+// and offset, and writes a record to the partition it names unless
+// --partition says otherwise.
 type JSONRecord struct {
 	Topic       string       `json:"topic,omitempty"`
 	Partition   int32        `json:"partition"`
@@ -103,6 +105,19 @@ func (j JSONRecord) record() (*kgo.Record, error) {
 		if r.Timestamp, err = time.Parse(time.RFC3339Nano, j.Timestamp); err != nil {
 			return nil, fmt.Errorf("timestamp %q: use RFC 3339", j.Timestamp)
 		}
+		if r.Timestamp.Before(minTimestamp) || r.Timestamp.After(maxTimestamp) {
+			return nil, fmt.Errorf("timestamp %q is outside what a Kafka record can hold: use a time from %s to %s",
+				j.Timestamp, minTimestamp.Format(time.RFC3339Nano), maxTimestamp.Format(time.RFC3339Nano))
+		}
 	}
 	return r, nil
 }
+
+// The timestamps a record can carry: Kafka counts milliseconds since
+// 1970-01-01 UTC (negative values mean none), and the client converts
+// through nanoseconds since then in an int64, which ends in 2262; a
+// later time would be written as another date.
+var (
+	minTimestamp = time.UnixMilli(0).UTC()
+	maxTimestamp = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Millisecond)
+)
