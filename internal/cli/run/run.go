@@ -56,6 +56,11 @@ write to stdout. /metrics, /healthz (liveness) and /readyz (readiness: 503
 while a partition is stopped) are served on http.address;
 docs/operations.md explains the metrics.
 
+--max-records N stops gracefully once at least N records were processed:
+the records fetched by then finish and are committed, so a fast pipeline
+processes more than N (as many as its buffers hold). --for stops the same
+way after a time.
+
 The exit code is 1 when the run ends with stopped partitions: a record
 failed under dead_letter policy stop (or could not be dead-lettered), or
 auto_offset_reset none found no valid offset.
@@ -125,7 +130,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	reason := "the end of --for"
 	switch {
 	case why.limit.Load():
-		reason = "--max-records"
+		reason = fmt.Sprintf("--max-records %d (a graceful stop: the records in flight finished too, so at least %d were processed)", o.maxRecords, o.maxRecords)
 	case sigCtx.Err() != nil && ctx.Err() == nil:
 		reason = "a signal"
 	case ctx.Err() != nil:
