@@ -268,7 +268,7 @@ func (o *produceOptions) record(line []byte) (r *kgo.Record, named bool, err err
 		if j.Partition != nil && *j.Partition < 0 {
 			return nil, false, fmt.Errorf("partition %d: use 0 or more, or leave it out to choose by key", *j.Partition)
 		}
-		if r, err = j.record(); err != nil {
+		if r, err = fromJSONRecord(j.JSONRecord); err != nil {
 			return nil, false, err
 		}
 		if j.Partition == nil || o.byKey {
