@@ -43,18 +43,18 @@ brokers acknowledged every one (acks=all), and says how many it wrote.
 With --input text (the default) a line is the value, or, with
 --key-separator, the key, the separator, then the value; -H key=value adds
 a header to every record. A trailing \r is dropped. With --input json each
-line is a record as consume --output json prints it (key, value, headers,
-timestamp; key_base64 and value_base64 for binary data), so a topic's
-records can be copied exactly: consume -o json ... | produce -i json ....
+line is a record as consume --output json (or the log stage's json format)
+prints it (key, value, headers, timestamp, partition; key_base64 and
+value_base64 for binary data), so a topic's records can be copied exactly:
+consume -o json ... | produce -i json .... A timestamp a Kafka record
+cannot hold (before 1970, after 2262) is refused.
 
 Records go to the partition their key hashes to (records without a key
 fill one partition's batch at a time), to the partition a JSON line names,
 or to --partition, which wins over the lines; --by-key ignores the lines'
 partitions (to replay dead letters, whose partition is the dead-letter
-topic's, into the source topic). A timestamp a Kafka record
-cannot hold (before 1970, after 2262) is refused. A line that cannot be
-read stops produce with an error naming it; the lines before it were
-written.`,
+topic's, into the source topic). A line that cannot be read stops produce
+with an error naming it; the lines before it were written.`,
 		Example: "  echo 'u1:{\"type\":\"purchase\"}' | processor produce --brokers localhost:9092 --topic events --key-separator :\n" +
 			"  processor consume -c app.yaml --topic events -o json | processor produce -c app.yaml --topic events.copy -i json\n" +
 			"  processor consume -c app.yaml --topic events.dlq -o json | processor produce -c app.yaml --topic events -i json --by-key",

@@ -130,10 +130,10 @@ func (c *cli) topicsCreateCmd() *cobra.Command {
 		Short: "Create topics",
 		Long: `create creates each topic named, with --partitions partitions and
 --replication-factor replicas of each (-1, the default: the brokers'
-num.partitions and default.replication.factor) and the topic settings given
-with --topic-config (max.message.bytes=2097152, retention.ms=86400000, ...). It
-reports each topic; the exit code is 1 if any was not created (one that
-exists already counts as not created).`,
+num.partitions and default.replication.factor) and the topic settings
+given with --topic-config (max.message.bytes=2097152,
+retention.ms=86400000, ...). It reports each topic; the exit code is 1 if
+any was not created (one that exists already counts as not created).`,
 		Example: "  processor topics create --brokers localhost:9092 orders orders.dlq --partitions 12\n" +
 			"  processor topics create -c app.yaml big --topic-config max.message.bytes=8388608",
 		Args: cobra.MinimumNArgs(1),
