@@ -67,8 +67,8 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 	switch {
 	case !d.valid:
 		return invalidJSON(v)
-	case d.numErr != nil:
-		return d.numErr
+	case d.err != nil:
+		return d.err
 	case len(j.require) == 0:
 		return nil
 	case !d.object && firstByte(v) == 'n':
