@@ -45,7 +45,7 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // *stages.RecordErrors.
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, f.reads)
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)
 		}

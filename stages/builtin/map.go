@@ -46,7 +46,7 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // expressions fail is reported in a *stages.RecordErrors.
 func (m *mapStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, m.t.reads)
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)
 		}

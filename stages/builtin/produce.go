@@ -69,7 +69,11 @@ func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Rec
 	e := newEvaluator(ctx, s.t.reads)
 	batch := make([]stages.Record, 0, len(in))
 	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
+	done := ctx.Done()
 	for i := range in {
+		if ended(done) {
+			return nil, ctx.Err()
+		}
 		r, err := in[i], e.load(&in[i])
 		if err == nil {
 			r, err = s.t.apply(e, in[i])
