@@ -107,7 +107,15 @@ func kindName(c byte) string {
 	return "number"
 }
 
+// invalidJSON says why v is not JSON; a null value (a tombstone) and an
+// empty one are told apart.
 func invalidJSON(v []byte) error {
+	switch {
+	case v == nil:
+		return errors.New("value is null (a tombstone), not JSON (to drop tombstones before this stage: filter if: value != nil)")
+	case len(v) == 0:
+		return errors.New("value is empty (not null), not JSON")
+	}
 	var x any
 	if err := json.Unmarshal(v, &x); err != nil {
 		return fmt.Errorf("value is not valid JSON: %w", err)
