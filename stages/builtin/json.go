@@ -112,9 +112,9 @@ func kindName(c byte) string {
 func invalidJSON(v []byte) error {
 	switch {
 	case v == nil:
-		return errors.New("value is null (a tombstone), not JSON (to drop tombstones before this stage: filter if: value != nil)")
+		return errors.New("value is null (a tombstone), not valid JSON (to drop tombstones before this stage: filter if: value != nil)")
 	case len(v) == 0:
-		return errors.New("value is empty (not null), not JSON")
+		return errors.New("value is empty (not null), not valid JSON")
 	}
 	var x any
 	if err := json.Unmarshal(v, &x); err != nil {
