@@ -197,6 +197,8 @@ func TestNullIsNotEmpty(t *testing.T) {
 			[]string{"null|was null|<nil>", "empty||", "k|v|<absent>"}},
 		{"map", stages.Options{"headers": map[string]string{"h": `headers["h"] == nil ? ("h" in headers ? "null" : "absent") : "set"`}},
 			[]string{"<nil>|<nil>|null", "||set", "k|v|absent"}},
+		{"map", stages.Options{"value": `value == nil ? nil : upper(value)`}, // documented
+			[]string{"<nil>|<nil>|<nil>", "||", "k|V|<absent>"}},
 		{"filter", stages.Options{"if": `value == nil`}, []string{"<nil>|<nil>|<nil>"}},
 		{"filter", stages.Options{"if": `value == ""`}, []string{"||"}},
 		{"filter", stages.Options{"if": `value != "x" && headers["h"] != "x"`}, []string{"<nil>|<nil>|<nil>", "||", "k|v|<absent>"}},
