@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -28,6 +29,10 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		`[1, 1.0, -0, 1E2, 9223372036854775807, -9223372036854775808, 9223372036854775808]`,
 		`"\ud83d\ude00\ud83d x\udc00\\u0041 \/"`, `-`, `1.`, `.5`, `1e`, `[1 2]`, `{"a" 1}`, `{1:2}`,
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `[[[`, `]`,
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2) + "1" + strings.Repeat("]}", MaxJSONDepth/2),         // at the limit
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2+1),     // past it
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),                                       // past encoding/json's
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2) + "]", // past it, not JSON
 	} {
 		f.Add([]byte(s))
 	}
@@ -35,38 +40,41 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		s := scanJSON(b)
 		valid := json.Valid(b)
 		var de *DepthError
-		if s.valid != valid && !(errors.As(s.err, &de) && de.Depth > 10000) { // encoding/json's limit: invalid
-			t.Fatalf("%q: encoding/json says valid=%v, scanJSON says %v", b, valid, s.valid)
+		if s.valid != valid {
+			if errors.As(s.err, &de) && de.Depth > 10000 {
+				return // past encoding/json's own limit, which it calls invalid
+			}
+			t.Fatalf("%.300q: encoding/json says valid=%v, scanJSON says %v", b, valid, s.valid)
 		}
 		if !s.valid {
 			return
 		}
 		want, ok, wantErr := parseJSON(b)
 		if !sameFailure(s.err, wantErr) {
-			t.Fatalf("%q: scanJSON refuses it with %v, want %v", b, s.err, wantErr)
+			t.Fatalf("%.300q: scanJSON refuses it with %v, want %v", b, s.err, wantErr)
 		}
 		if !ok {
 			return
 		}
 		if _, isObject := want.(map[string]any); isObject != s.object {
-			t.Fatalf("%q: object %v, want %v", b, s.object, isObject)
+			t.Fatalf("%.300q: object %v, want %v", b, s.object, isObject)
 		}
 		got := decodeValid(b)
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
+			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
 		}
 		var std bytes.Buffer
 		se := json.NewEncoder(&std)
 		se.SetEscapeHTML(false)
 		if err := se.Encode(want); err != nil {
-			t.Fatalf("%q: encoding/json cannot encode what it decoded: %v", b, err)
+			t.Fatalf("%.300q: encoding/json cannot encode what it decoded: %v", b, err)
 		}
 		enc, err := marshalJSON(want)
 		if err != nil {
-			t.Fatalf("%q: segmentio cannot encode what encoding/json encodes: %v", b, err)
+			t.Fatalf("%.300q: segmentio cannot encode what encoding/json encodes: %v", b, err)
 		}
 		if w := bytes.TrimSuffix(std.Bytes(), []byte("\n")); !bytes.Equal(w, enc) {
-			t.Fatalf("%q: encoded differently:\nencoding/json %s\nsegmentio     %s", b, w, enc)
+			t.Fatalf("%.300q: encoded differently:\nencoding/json %s\nsegmentio     %s", b, w, enc)
 		}
 	})
 }
