@@ -53,7 +53,8 @@
 //
 // Besides expr's built-in functions and operators (string, list and time
 // functions, ?. and ?? for missing fields, "in", matches, ...), toJSON(x)
-// returns x encoded as compact JSON. Examples:
+// returns x encoded as compact JSON, and fromJSON(s) reads a string as
+// json reads the value (same numbers, same depth limit). Examples:
 //
 //	json?.status == "paid" && (json?.amount ?? 0) > 100
 //	headers["tenant"] in ["a", "b"]

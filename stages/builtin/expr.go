@@ -126,7 +126,7 @@ func compileByField(src string, fields []string) (*vm.Program, error) {
 	for _, f := range fields {
 		env[fieldVar(f)] = types.Any
 	}
-	return expr.Compile(src, expr.Env(env), toJSONFunc, expr.Patch(fieldPatch{}))
+	return expr.Compile(src, expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}))
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
@@ -141,6 +141,27 @@ var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
 	return s, nil
 }, new(func(any) string))
 
+// fromJSONFunc replaces expr's fromJSON(s) (encoding/json, float64
+// numbers) with the json variable's reader, so every JSON an expression
+// reads has the same numbers and the same depth limit: a string that is
+// not JSON, too deep, or with a number no int or float64 holds fails the
+// record.
+var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
+	s, ok := params[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("fromJSON needs a string, not %s", typeName(params[0]))
+	}
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only; decoded strings may share it, as strings
+	sc := scanJSON(b)
+	switch {
+	case !sc.valid:
+		return nil, errors.New("fromJSON: the string is not valid JSON")
+	case sc.err != nil:
+		return nil, fmt.Errorf("fromJSON: %w", sc.err)
+	}
+	return decodeValid(b), nil
+}, new(func(string) any))
+
 // compile compiles src once, at build time. A syntax or type error is an
 // *stages.OptionError naming option, carrying expr's message. wantBool
 // rejects expressions whose type is known and not bool. (expr.AsBool is
@@ -150,7 +171,7 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &stages.OptionError{Option: option, Err: fmt.Errorf("%s: empty expression", label)}
 	}
-	checked, err := expr.Compile(src, expr.Env(envTypes), toJSONFunc)
+	checked, err := expr.Compile(src, expr.Env(envTypes), toJSONFunc, fromJSONFunc)
 	if err == nil && wantBool {
 		if t := checked.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
 			err = fmt.Errorf("the expression's type is %s; a condition must be a bool (write a comparison such as value == \"x\")", t)
@@ -159,7 +180,7 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	u := &usage{}
 	var p *vm.Program
 	if err == nil {
-		p, err = expr.Compile(src, expr.Env(runTypes), toJSONFunc, expr.Patch(u))
+		p, err = expr.Compile(src, expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u))
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown name") {

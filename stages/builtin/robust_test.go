@@ -238,3 +238,20 @@ func TestNullIsNotEmpty(t *testing.T) {
 		t.Errorf("log printed %q, want %q", got, want)
 	}
 }
+
+// TestFromJSONAgrees: expr's fromJSON reads JSON as the json variable
+// does: whole numbers are ints, the depth is limited.
+func TestFromJSONAgrees(t *testing.T) {
+	env := stagetest.Env(nil, nil)
+	m := build(t, "map", stages.Options{"value": `type(fromJSON(value).a) + "," + type(fromJSON(value).b)`}, env)
+	res := run(t, "map", m, rec(1, "", `{"a":1,"b":1.0}`), rec(2, "", nested(builtin.MaxJSONDepth+1)), rec(3, "", `{`))
+	if got := values(res.Outputs); !slices.Equal(got, []string{"int,float"}) || len(res.DeadLetters) != 2 {
+		t.Fatalf("outputs %v, dead letters %v; want int,float and two refused", got, res.DeadLetters)
+	}
+	if msg := header(res.DeadLetters[0], stages.HeaderErrorMessage); !strings.Contains(msg, "the limit is 1000") {
+		t.Errorf("too deep: %q", msg)
+	}
+	if msg := header(res.DeadLetters[1], stages.HeaderErrorMessage); !strings.Contains(msg, "not valid JSON") {
+		t.Errorf("invalid: %q", msg)
+	}
+}
