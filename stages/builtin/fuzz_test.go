@@ -48,6 +48,7 @@ func FuzzExprStages(f *testing.F) {
 		mustBuild(f, "produce", stages.Options{"topic": "out", "value": `toJSON(json)`, "key": `json?.id`}, env),
 		mustBuild(f, "log", stages.Options{"format": "json"}, env),
 		mustBuild(f, "filter", stages.Options{"if": `json?.id % 10 != 7 && value != nil && (key ?? "") != "x"`}, env),
+		mustBuild(f, "map", stages.Options{"value": `toJSON(fromJSON(value))`}, env),
 		js, jsReq,
 	}
 	identity := mustBuild(f, "map", stages.Options{"value": `value`, "key": `key`, "headers": map[string]string{"h": `headers["h"]`}}, env)
