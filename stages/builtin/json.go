@@ -49,6 +49,7 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Process returns the valid records, shared with in; invalid ones are
 // reported in a *stages.RecordErrors. What it learns of each value is
 // kept in the chain's memo for the stages after it (see jsondoc.go).
+// Once ctx has ended it returns ctx.Err() (checked before each record).
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
 	seen := make([]bool, len(j.require))

@@ -60,7 +60,9 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // that returned nil (every record acknowledged), returns in itself. A
 // Produce error is returned as is: nothing of the batch counts as done.
 // Records whose expressions fail are not written and are reported in a
-// *stages.RecordErrors (after the others were acknowledged).
+// *stages.RecordErrors (after the others were acknowledged). Once ctx
+// has ended it returns ctx.Err() without writing (checked before each
+// record; the Produce call gets ctx).
 //
 // A written record has the stage's topic, Partition -1 and Offset -1
 // (the producer picks the partition from the key), the input's
