@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"strconv"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -90,7 +89,7 @@ func scanJSON(v []byte) jsonScan {
 		case c == '-' || c >= '0' && c <= '9':
 			j := scanNumber(v, i)
 			if j >= 0 && numErr == nil {
-				_, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
+				_, _, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
 			}
 			i = j
 		default:
@@ -399,12 +398,12 @@ func unquote(s []byte) string {
 // other to a float64. One that neither holds, a whole number beyond 64
 // bits or a number beyond a float64's range, is a *NumberError.
 func jsonNumber(lit string) (any, error) {
-	i, whole, err := classify(lit)
+	i, f, whole, err := classify(lit)
 	switch {
 	case err != nil:
 		return nil, err
 	case whole:
 		return int(i), nil
 	}
-	return strconv.ParseFloat(lit, 64) // checked by classify
+	return f, nil
 }

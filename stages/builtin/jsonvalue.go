@@ -32,20 +32,22 @@ func (e *NumberError) Error() string {
 	return fmt.Sprintf("JSON number %s is out of range: a float64 holds at most ±1.8e308", e.Number)
 }
 
-// classify checks a number literal: whole says it is written without
-// fraction or exponent, and i is then its value.
-func classify(lit string) (i int64, whole bool, err error) {
+// classify reads a number literal: whole says it is written without
+// fraction or exponent, and i is then its value; else f is. err is the
+// *NumberError of a number neither an int64 nor a float64 holds.
+func classify(lit string) (i int64, f float64, whole bool, err error) {
 	if !strings.ContainsAny(lit, ".eE") {
-		i, err := strconv.ParseInt(lit, 10, strconv.IntSize)
+		i, err := strconv.ParseInt(lit, 10, strconv.IntSize) // an int holds it
 		if err != nil {
-			return 0, true, &NumberError{Number: shorten(lit), Whole: true}
+			return 0, 0, true, &NumberError{Number: shorten(lit), Whole: true}
 		}
-		return i, true, nil
+		return i, 0, true, nil
 	}
-	if _, err := strconv.ParseFloat(lit, 64); err != nil { // ErrRange: ±Inf (too small becomes 0, no error)
-		return 0, false, &NumberError{Number: shorten(lit)}
+	f, err = strconv.ParseFloat(lit, 64)
+	if err != nil { // ErrRange: ±Inf (too small becomes 0, no error)
+		return 0, 0, false, &NumberError{Number: shorten(lit)}
 	}
-	return 0, false, nil
+	return 0, f, false, nil
 }
 
 func shorten(lit string) string {
