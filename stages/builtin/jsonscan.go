@@ -18,8 +18,10 @@ import (
 // MaxJSONDepth is how deeply arrays and objects may nest in a record
 // value read as JSON (by the json stage and by expressions that read
 // json): a value nested deeper fails its record with a *DepthError.
-// Jackson (Kafka Connect's JSON converter) refuses more than 1000 levels
-// by default, as fencepost does; encoding/json refuses more than 10000.
+// 1000 is Jackson's default since 2.15 (the JVM side of most Kafka
+// pipelines), so what it writes and reads passes here; encoding/json
+// allows 10000. Real records nest a few levels; the limit bounds the
+// decoder's recursion and what expressions walk.
 const MaxJSONDepth = 1000
 
 // DepthError is a valid JSON value nested deeper than MaxJSONDepth. The
