@@ -68,10 +68,12 @@ func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
 }
 
 // Process prints the sampled records and returns in itself. A failed
-// write fails that record (in a *stages.RecordErrors).
-func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+// write fails that record (in a *stages.RecordErrors). Once ctx has ended
+// it returns ctx.Err() (checked before each record; a Write that blocks
+// is not interrupted).
+func (s *logStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	var line bytes.Buffer
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if (s.n.Add(1)-1)%s.every == 0 {
 			line.Reset()
 			s.format1(&line, r)
