@@ -108,6 +108,8 @@ type runObs struct {
 	emitted    []map[source]int // by stage; [0] is the unit's input
 	consumed   []map[source]int
 	dead       []map[source]int
+	// deadSources are the source records the sink took this run.
+	deadSources map[source]bool
 }
 
 type rpUnit struct {
@@ -153,6 +155,8 @@ type rpModel struct {
 	before    map[offsetstore.TopicPartition]int64 // committable before the step, -1 unset
 	noticesAt int
 	checked   map[offsets.RequestID]bool
+	// violations are broken promises the scripted stages and sink saw.
+	violations []string
 }
 
 type keyRef struct {
@@ -288,18 +292,23 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 		p := m.plan(s.k, src)
 		ak := fmt.Sprintf("%d/%v", s.k, src)
 		obs.attemptsTP[ak]++
+		// what a stage emits is derived: a new value, an added header,
+		// the source's Offset kept
+		d := r
+		d.Value = fmt.Appendf(nil, "%s>s%d", r.Value, s.k)
+		d.Headers = append(slices.Clone(r.Headers), stages.Header{Key: "derived", Value: []byte{byte(s.k)}})
 		switch p.fate {
 		case fatePass:
-			re.Emit(i, r)
+			re.Emit(i, d)
 		case fateDrop:
 		case fateEmit2:
-			re.Emit(i, r)
-			re.Emit(i, r)
+			re.Emit(i, d)
+			re.Emit(i, d)
 		case fateTransient:
 			if obs.attemptsTP[ak] <= p.n {
 				re.Fail(i, errors.New("transient failure"))
 			} else {
-				re.Emit(i, r)
+				re.Emit(i, d)
 			}
 		case fatePermanent:
 			re.Fail(i, stages.Permanent(errors.New("permanent failure")))
@@ -359,6 +368,13 @@ func (s *scriptSink) Produce(_ context.Context, recs []stages.Record) error {
 		if _, err := fmt.Sscanf(string(name), "s%d", &k); err != nil {
 			return fmt.Errorf("dead letter without a stage header: %v", r.Headers)
 		}
+		if _, derived := r.Header("derived"); (!truncated && string(r.Value) != "v") || derived {
+			m.violations = append(m.violations, fmt.Sprintf("the dead letter of %v is not the source record: value %q, headers %v", src, r.Value, r.Headers))
+		}
+		if obs.deadSources[src] {
+			m.violations = append(m.violations, fmt.Sprintf("the source record %v was dead-lettered twice in one run", src))
+		}
+		obs.deadSources[src] = true
 		obs.dead[k][src]++
 	}
 	return nil
@@ -610,7 +626,7 @@ func (m *rpModel) RunUnit(t *rapid.T) {
 
 func (m *rpModel) runUnit(r *rpUnit) {
 	recordPathSteps.Add(1)
-	obs := &runObs{attemptsTP: map[string]int{}}
+	obs := &runObs{attemptsTP: map[string]int{}, deadSources: map[source]bool{}}
 	for range m.nStages + 1 {
 		obs.emitted = append(obs.emitted, map[source]int{})
 		obs.consumed = append(obs.consumed, map[source]int{})
@@ -623,13 +639,15 @@ func (m *rpModel) runUnit(r *rpUnit) {
 	m.cur = obs
 	_, r.err = m.chain.Run(context.Background(), recs)
 	r.executed = true
-	// the oracle: a source record finished if every stage finished (or
-	// dead-lettered) every record derived from it that reached it
+	// the oracle: a source record finished if every stage finished every
+	// record derived from it that reached it, or it was dead-lettered by
+	// that stage or an earlier one (a dead letter is the source record,
+	// written once per run: it stands for every derived record that fails)
 	for _, rec := range recs {
 		s := sourceOf(rec)
-		done := true
+		done, dead := true, 0
 		for k := 1; k <= m.nStages; k++ {
-			if obs.consumed[k][s]+obs.dead[k][s] < obs.emitted[k-1][s] {
+			if dead += obs.dead[k][s]; obs.consumed[k][s] < obs.emitted[k-1][s] && dead == 0 {
 				done = false
 				break
 			}
@@ -822,6 +840,9 @@ func (m *rpModel) plansOf(s source) []stagePlan {
 // Check runs after every action.
 func (m *rpModel) Check(t *rapid.T) {
 	m.h.checkStructure()
+	if len(m.violations) > 0 {
+		t.Fatalf("%s", m.violations[0])
+	}
 	for _, tp := range rpTPs {
 		m.checkAccounted(t, "committed offset", tp, m.committed[tp])
 	}

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,9 @@ type Chain struct {
 	// dead-lettered or stops its partition. Zero means no limit.
 	Timeout time.Duration
 	Log     stages.Logger // required
-	// OnDeadLetter, if set, is called for every record dead-lettered or
-	// dropped by policy (after the sink acknowledged it).
+	// OnDeadLetter, if set, is called for every dead letter written, or
+	// dropped with no sink (after the sink acknowledged it), with the
+	// source record it carries (see Run).
 	OnDeadLetter func(r stages.Record, stage string, err error)
 	// OnStuck, if set, is called with +1 when a stage call has not
 	// returned StuckAfter past its Timeout (the stage ignores its
@@ -81,7 +83,9 @@ func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted
 // stage and returns the output of the last stage.
 //
 // A record that fails a stage is isolated, retried and dead-lettered, and
-// the others go on. Under the stop policy (or when a record cannot be
+// the others go on. What is dead-lettered is the source record the
+// failing record derives from, as it was consumed (records is referenced,
+// not copied), once per source record and Run. Under the stop policy (or when a record cannot be
 // dead-lettered) Run fails with a *StoppedError: the records before the
 // failing one still run through the remaining stages, so that every
 // source record below StoppedError.Offset has finished every stage, and
@@ -96,6 +100,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 	// within this call (internal/memo).
 	ctx = memo.With(ctx)
 	var stop *stages.StoppedError
+	run := &runState{sources: records}
 	in := records
 	for _, st := range c.Stages {
 		if len(in) == 0 {
@@ -116,7 +121,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 				known = re
 			}
 			var cause error
-			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err, &deadLettered)
+			out, failedAt, cause, err = c.isolate(ctx, run, st, in, known, err, &deadLettered)
 			if err != nil {
 				return nil, err
 			}
@@ -153,7 +158,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 // only. failedAt is -1 when every record finished or was dead-lettered.
 // Each record dead-lettered adds one to *deadLettered. A non-nil err
 // means ctx ended.
-func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
+func (c *Chain) isolate(ctx context.Context, run *runState, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
 	deadLettered *int) (out []stages.Record, failedAt int, cause, err error) {
 	j := 0 // next output of known
 	for i := range in {
@@ -184,7 +189,7 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 		if c.Policy.Stop {
 			return out, i, recErr, nil
 		}
-		switch dlErr := c.deadLetter(ctx, st.Name, in[i], recErr); {
+		switch dlErr := c.deadLetter(ctx, run, st.Name, in[i], recErr); {
 		case dlErr == nil:
 			*deadLettered++
 		case ctx.Err() != nil:
@@ -278,6 +283,31 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 		}
 	}()
 	return s.Process(ctx, in)
+}
+
+// runState is what one Run knows of its source records: the records as
+// consumed (the Run's input, referenced, not copied), and which of them
+// were dead-lettered already.
+type runState struct {
+	sources []stages.Record
+	dead    map[int64]struct{} // source offsets dead-lettered in this run
+}
+
+// source returns the source record r derives from (the input record
+// whose Offset r carries), or false if r's Offset is none of the input's.
+func (s *runState) source(r stages.Record) (stages.Record, bool) {
+	byOffset := func(x stages.Record, off int64) int { return cmp.Compare(x.Offset, off) }
+	if i, ok := slices.BinarySearchFunc(s.sources, r.Offset, byOffset); ok {
+		return s.sources[i], true
+	}
+	// A unit's records are in offset order; in any other order, look
+	// through them all.
+	for _, x := range s.sources {
+		if x.Offset == r.Offset {
+			return x, true
+		}
+	}
+	return stages.Record{}, false
 }
 
 // sourceSet is the source offsets of one run, to attribute a record a
