@@ -49,6 +49,8 @@ type Chain struct {
 	// and dead letters included), from the goroutine that called Run.
 	// It is not called for a stage whose run ctx ended.
 	OnStage func(StageRun)
+
+	calls *callCounter // if set (a Step's chain), counts the stage calls running
 }
 
 // StageRun is what one stage did with the records of one Chain.Run.
@@ -230,6 +232,10 @@ func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err e
 // call runs one stage call within the chain's Timeout, turning a panic
 // into an error and reporting a call that ignores its cancellation.
 func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
+	if c.calls != nil {
+		c.calls.enter(st.Name)
+		defer c.calls.leave(st.Name)
+	}
 	if c.Timeout <= 0 {
 		return callStage(ctx, st.Stage, in)
 	}
