@@ -261,6 +261,9 @@ func (r *runner) run(ctx context.Context) error {
 		Log:          chainLog,
 		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
 		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
+		// an output down for every record holds its partition: counted
+		// for /readyz, never dead-lettered
+		OnUnavailable: p.stats.unavailable,
 	}
 	if p.obs != nil {
 		chain.OnStage = func(s process.StageRun) {

@@ -41,6 +41,13 @@ type Chain struct {
 	// context and its partition waits for it), and with -1 when such a
 	// call returns at last.
 	OnStuck func(stage string, delta int)
+	// OnUnavailable, if set, is told when a partition waits for a
+	// destination that takes no record now (stages.IsUnavailable: a
+	// stage's output, or the dead-letter sink, named "dead_letter"):
+	// delta +1 with the error when the wait starts, 0 with the new error
+	// on every further failed attempt, -1 with a nil error when it ends
+	// (written at last, or ctx ended).
+	OnUnavailable func(stage string, delta int, err error)
 	// StuckAfter is how long past its Timeout a stage call may run
 	// before it is reported as stuck; default DefaultStuckAfter.
 	StuckAfter time.Duration
@@ -229,9 +236,87 @@ func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err e
 	return nil, err
 }
 
-// call runs one stage call within the chain's Timeout, turning a panic
-// into an error and reporting a call that ignores its cancellation.
+// MaxUnavailableBackoff caps the wait between two attempts of a call
+// whose destination is unavailable (see stages.Unavailable).
+const MaxUnavailableBackoff = 5 * time.Second
+
+// call runs one stage call (see attempt). A call that fails because its
+// destination is unavailable for every record (stages.IsUnavailable) is
+// not the records' failure: the partition waits, and the same call is
+// made again with backoff (Policy.Backoff doubling up to
+// MaxUnavailableBackoff, or Policy.MaxBackoff if lower) until it
+// succeeds, fails otherwise, or ctx ends. The wait is reported to
+// OnUnavailable.
 func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
+	out, err := c.attempt(ctx, st, in)
+	if err == nil || !stages.IsUnavailable(err) || ctx.Err() != nil {
+		return out, err
+	}
+	w := c.startWait(st.Name, err)
+	defer w.end()
+	for {
+		if !w.sleep(ctx) {
+			return nil, err
+		}
+		if out, err = c.attempt(ctx, st, in); err == nil || !stages.IsUnavailable(err) || ctx.Err() != nil {
+			return out, err
+		}
+		w.failed(err)
+	}
+}
+
+// unavailableWait is one partition waiting for an unavailable
+// destination.
+type unavailableWait struct {
+	c       *Chain
+	stage   string
+	delay   time.Duration
+	max     time.Duration
+	started time.Time
+}
+
+func (c *Chain) startWait(stage string, err error) *unavailableWait {
+	w := &unavailableWait{c: c, stage: stage, delay: c.Policy.Backoff, max: MaxUnavailableBackoff, started: time.Now()}
+	if w.delay <= 0 {
+		w.delay = 100 * time.Millisecond
+	}
+	if m := c.Policy.MaxBackoff; m > 0 && m < w.max {
+		w.max = m
+	}
+	c.Log.Error("destination unavailable for every record: the partition waits and retries (nothing is dead-lettered)",
+		"stage", stage, "error", err)
+	if c.OnUnavailable != nil {
+		c.OnUnavailable(stage, +1, err)
+	}
+	return w
+}
+
+// sleep waits the backoff; false if ctx ended.
+func (w *unavailableWait) sleep(ctx context.Context) bool {
+	if !wait.For(ctx, w.delay) {
+		return false
+	}
+	w.delay = min(2*w.delay, w.max)
+	return true
+}
+
+func (w *unavailableWait) failed(err error) {
+	w.c.Log.Debug("destination still unavailable; retrying", "stage", w.stage, "error", err, "waiting", time.Since(w.started))
+	if w.c.OnUnavailable != nil {
+		w.c.OnUnavailable(w.stage, 0, err)
+	}
+}
+
+func (w *unavailableWait) end() {
+	w.c.Log.Info("destination wait over", "stage", w.stage, "waited", time.Since(w.started))
+	if w.c.OnUnavailable != nil {
+		w.c.OnUnavailable(w.stage, -1, nil)
+	}
+}
+
+// attempt runs one stage call within the chain's Timeout, turning a panic
+// into an error and reporting a call that ignores its cancellation.
+func (c *Chain) attempt(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
 	if c.calls != nil {
 		c.calls.enter(st.Name)
 		defer c.calls.leave(st.Name)

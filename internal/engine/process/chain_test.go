@@ -468,3 +468,85 @@ func TestChainDeadLetterIsTheSourceRecord(t *testing.T) {
 		t.Fatalf("truncated dead letter size %q key %q, want the source's %s and key k", size, sink.got[0].Key, want)
 	}
 }
+
+// TestChainWaitsForAnUnavailableDestination: a stage whose destination is
+// unavailable for every record (stages.Unavailable) holds the records
+// and retries the same call with backoff until it is back: nothing is
+// dead-lettered, nothing lost, and the wait is reported from start to
+// end. The same holds for the dead-letter sink; and when ctx ends during
+// the wait, the run is aborted, nothing dead-lettered.
+func TestChainWaitsForAnUnavailableDestination(t *testing.T) {
+	type report struct {
+		stage string
+		delta int
+	}
+	down := func(n int32, calls *atomic.Int32) stages.Stage {
+		return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+			if calls.Add(1) <= n {
+				return nil, stages.Unavailable(errors.New("UNKNOWN_TOPIC_OR_PARTITION"))
+			}
+			return in, nil
+		})
+	}
+	var calls atomic.Int32
+	var reports []report
+	sink := &memSink{}
+	c := Chain{Stages: []NamedStage{{Name: "out", Stage: down(5, &calls)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Retries: 1, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Sink: sink},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	out, err := c.Run(context.Background(), records(0, 1, 2))
+	if err != nil || !slices.Equal(offsetsOf(out), []int64{0, 1, 2}) || len(sink.got) != 0 {
+		t.Fatalf("out %v, err %v, %d dead letters; want every record out and none dead-lettered", offsetsOf(out), err, len(sink.got))
+	}
+	if calls.Load() != 6 {
+		t.Fatalf("%d calls, want 6: the same batch call again until the destination is back, not one per record", calls.Load())
+	}
+	want := []report{{"out", 1}, {"out", 0}, {"out", 0}, {"out", 0}, {"out", 0}, {"out", -1}}
+	if !slices.Equal(reports, want) {
+		t.Fatalf("reports %v, want %v", reports, want)
+	}
+
+	// the dead-letter sink unavailable for a while
+	reports = nil
+	dl := &flakySink{failures: 3}
+	c = Chain{Stages: []NamedStage{{Name: "check", Stage: fails(1)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Backoff: time.Millisecond, Sink: dl},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	if _, err := c.Run(context.Background(), records(0, 1, 2)); err != nil || len(dl.got) != 1 {
+		t.Fatalf("err %v, %d dead letters, want 1", err, len(dl.got))
+	}
+	if want := []report{{DeadLetterStage, 1}, {DeadLetterStage, 0}, {DeadLetterStage, 0}, {DeadLetterStage, -1}}; !slices.Equal(reports, want) {
+		t.Fatalf("reports %v, want %v", reports, want)
+	}
+
+	// ctx ends while the destination is down: aborted, nothing dead-lettered
+	calls.Store(0)
+	reports = nil
+	sink = &memSink{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	c = Chain{Stages: []NamedStage{{Name: "out", Stage: down(1<<30, &calls)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Backoff: time.Millisecond, Sink: sink},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	if _, err := c.Run(ctx, records(0, 1)); !errors.Is(err, errAborted) || len(sink.got) != 0 {
+		t.Fatalf("err %v, %d dead letters; want aborted, none", err, len(sink.got))
+	}
+	if len(reports) < 2 || reports[0].delta != 1 || reports[len(reports)-1].delta != -1 {
+		t.Fatalf("reports %v: want the wait's start and end", reports)
+	}
+}
+
+// flakySink fails its first writes with an unavailable error.
+type flakySink struct {
+	failures int
+	got      []stages.Record
+}
+
+func (s *flakySink) Produce(_ context.Context, rs []stages.Record) error {
+	if s.failures > 0 {
+		s.failures--
+		return stages.Unavailable(errors.New("LEADER_NOT_AVAILABLE"))
+	}
+	s.got = append(s.got, rs...)
+	return nil
+}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -97,15 +96,22 @@ func (c *Chain) deadLettered(run *runState, known bool, src stages.Record, stage
 	}
 }
 
-// send writes one dead letter, retrying transient errors (with
-// Policy.Backoff, doubling up to 5s) until ctx ends.
-// It returns nil once acknowledged, the error if it is permanent, or
-// ctx's error.
+// DeadLetterStage is the name under which waits for the dead-letter sink
+// are reported (Chain.OnUnavailable).
+const DeadLetterStage = "dead_letter"
+
+// send writes one dead letter, retrying every error that is not
+// permanent with backoff (Policy.Backoff doubling up to
+// MaxUnavailableBackoff) until ctx ends: the partition waits, and the
+// wait is reported to OnUnavailable. It returns nil once acknowledged,
+// the error if it is permanent, or ctx's error.
 func (c *Chain) send(ctx context.Context, dl stages.Record) error {
-	delay := c.Policy.Backoff
-	if delay <= 0 {
-		delay = 100 * time.Millisecond
-	}
+	var w *unavailableWait
+	defer func() {
+		if w != nil {
+			w.end()
+		}
+	}()
 	for {
 		err := c.Policy.Sink.Produce(ctx, []stages.Record{dl})
 		if err == nil || stages.IsPermanent(err) {
@@ -114,11 +120,14 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		c.Log.Error("dead-letter write failed; retrying (the partition waits)", "error", err)
-		if !wait.For(ctx, delay) {
+		if w == nil {
+			w = c.startWait(DeadLetterStage, err)
+		} else {
+			w.failed(err)
+		}
+		if !w.sleep(ctx) {
 			return ctx.Err()
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 
