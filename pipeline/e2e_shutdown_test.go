@@ -121,7 +121,8 @@ func TestByteBudgetBoundsBuffering(t *testing.T) {
 // TestShutdownAbandonsStageIgnoringCancellation: a stage call that ignores
 // its context and blocks forever does not hold the shutdown: Run returns
 // within shutdown_timeout plus a small bound, with an *AbandonedError
-// naming the stage, and the stuck record's offset is not committed. The
+// naming the stage, the stuck record's offset is not committed, and the
+// stage is not closed (its call still runs). The
 // abandoned goroutine is the stage's call, blocked in the stage's code;
 // the test releases it when it ends so goleak finds nothing left.
 func TestShutdownAbandonsStageIgnoringCancellation(t *testing.T) {
@@ -144,7 +145,8 @@ func TestShutdownAbandonsStageIgnoringCancellation(t *testing.T) {
 	cfg := fastConfig(c, group, topic)
 	cfg.ShutdownTimeout = 2 * time.Second
 	cfg.Consumer.MaxPartitionFetchBytes = 50 // a few records per batch
-	r := start(t, cfg, pipeline.WithStage("deaf", deaf))
+	closed := &closeRecorder{Stage: deaf}
+	r := start(t, cfg, pipeline.WithStage("deaf", closed))
 	waitFor(t, 10*time.Second, "the stage to block on offset 12", entered.Load)
 	began := time.Now()
 	err := r.shutdown(t)
@@ -159,5 +161,19 @@ func TestShutdownAbandonsStageIgnoringCancellation(t *testing.T) {
 	if got := c.Committed(t, group, topic)[0]; got > 12 {
 		t.Fatalf("committed %d: passes the record whose stage call was abandoned (offset 12)", got)
 	}
+	if closed.closed.Load() {
+		t.Fatal("the stage was closed while its call was still running")
+	}
 	t.Logf("Run returned in %v: %v", took, err)
+}
+
+// closeRecorder is a stage that remembers whether it was closed.
+type closeRecorder struct {
+	stages.Stage
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close(context.Context) error {
+	c.closed.Store(true)
+	return nil
 }
