@@ -41,6 +41,9 @@ func TestReadyzReportsAnUnavailableOutput(t *testing.T) {
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "waiting for an unavailable output") &&
 			strings.Contains(body, "output topic gone")
 	})
+	if _, body := get(t, base+"/metrics"); metricValue(body, "fencepost_waiting_for_output_calls") < 1 {
+		t.Errorf("fencepost_waiting_for_output_calls = %v during the outage, want at least 1", metricValue(body, "fencepost_waiting_for_output_calls"))
+	}
 	down.Store(false)
 	waitUntil(t, 20*time.Second, "/readyz to be ready once the output is back", func() bool {
 		code, _ := get(t, base+"/readyz")
