@@ -42,9 +42,10 @@ type Chain struct {
 	// call returns at last.
 	OnStuck func(stage string, delta int)
 	// OnUnavailable, if set, is told when a partition waits for a
-	// destination that takes no record now (stages.IsUnavailable: a
-	// stage's output, or the dead-letter sink, named "dead_letter"):
-	// delta +1 with the error when the wait starts, 0 with the new error
+	// destination: a stage call failed as unavailable
+	// (stages.IsUnavailable: its destination takes no record now), or a
+	// dead-letter write failed with an error that is not permanent (the
+	// stage is then DeadLetterStage). Delta +1 with the error when the wait starts, 0 with the new error
 	// on every further failed attempt, -1 with a nil error when it ends
 	// (written at last, or ctx ended).
 	OnUnavailable func(stage string, delta int, err error)
@@ -93,9 +94,9 @@ func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted
 //
 // A record that fails a stage is isolated, retried and dead-lettered, and
 // the others go on. What is dead-lettered is the source record the
-// failing record derives from, as it was consumed (records is referenced,
-// not copied), once per source record and Run. Under the stop policy (or when a record cannot be
-// dead-lettered) Run fails with a *StoppedError: the records before the
+// failing record derives from, as it was consumed (records is
+// referenced, not copied), once per source record and Run. Under the
+// stop policy (or when a record cannot be dead-lettered) Run fails with a *StoppedError: the records before the
 // failing one still run through the remaining stages, so that every
 // source record below StoppedError.Offset has finished every stage, and
 // nothing from the failing record on goes further. Run fails with an
@@ -283,8 +284,8 @@ func (c *Chain) startWait(stage string, err error) *unavailableWait {
 	if m := c.Policy.MaxBackoff; m > 0 && m < w.max {
 		w.max = m
 	}
-	c.Log.Error("destination unavailable for every record: the partition waits and retries (nothing is dead-lettered)",
-		"stage", stage, "error", err)
+	c.Log.Error("cannot write to the destination now: the partition waits and retries the same records "+
+		"(nothing is dead-lettered for this; /readyz reports it)", "stage", stage, "error", err)
 	if c.OnUnavailable != nil {
 		c.OnUnavailable(stage, +1, err)
 	}
