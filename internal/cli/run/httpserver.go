@@ -75,7 +75,8 @@ func health(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 // ready is the readiness probe: 200 when the pipeline runs and every
 // assigned partition is being consumed; 503 with the reasons when it is
 // not running, a partition is stopped (with the partition and its
-// error), or a stage call is stuck past processing_timeout:
+// error), an output or the dead-letter topic is unavailable (partitions
+// wait for it), or a stage call is stuck past processing_timeout:
 // {"status":"not ready","reasons":["events/3 stopped: ..."]}.
 func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -89,6 +90,10 @@ func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 		if ps.State == pipeline.Stopped {
 			reasons = append(reasons, fmt.Sprintf("%s stopped: %v", ps.Partition, ps.Err))
 		}
+	}
+	if s.WaitingForOutput > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d partition call(s) waiting for an unavailable output (retrying, nothing dead-lettered): %s",
+			s.WaitingForOutput, s.OutputError))
 	}
 	if s.StuckCalls > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d stage call(s) stuck past processing_timeout (a stage ignores its context)", s.StuckCalls))

@@ -21,7 +21,7 @@ type statsCollector struct {
 
 	processed, deadLettered, stale, buffered, maxBuffered *prometheus.Desc
 	assigned, stopped, stuck, lagProcessed, lagCommitted  *prometheus.Desc
-	committedOffset, buildInfo, fetchesInFlight           *prometheus.Desc
+	committedOffset, buildInfo, fetchesInFlight, waiting  *prometheus.Desc
 
 	build prometheus.Metric // buildInfo's one series: its labels never change
 }
@@ -42,6 +42,7 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler, version string) *s
 		maxBuffered:     d("buffered_max_bytes", "Highest buffered_bytes seen."),
 		assigned:        d("assigned_partitions", "Partitions assigned to this member."),
 		stopped:         d("stopped_partitions", "Assigned partitions stopped with an error (see /readyz for why)."),
+		waiting:         d("waiting_for_output_calls", "Stage calls and dead-letter writes holding their partition because their destination takes no record now (unknown topic, not authorized, no leader, brokers down); /readyz says why."),
 		stuck:           d("stuck_stage_calls", "Stage calls still running well past processing_timeout: the stage ignores its context and its partition waits."),
 		lagProcessed:    d("consumer_lag_records", "Records between the processed watermark and the high watermark, per assigned partition.", tp...),
 		lagCommitted:    d("consumer_committed_lag_records", "Records between the committed offset (the log start if none) and the high watermark, per assigned partition: what a crash would process again.", tp...),
@@ -56,7 +57,7 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler, version string) *s
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.processed, c.deadLettered, c.stale, c.buffered, c.maxBuffered, c.assigned,
-		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo, c.fetchesInFlight} {
+		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo, c.fetchesInFlight, c.waiting} {
 		ch <- d
 	}
 }
@@ -80,6 +81,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.assigned, int64(len(s.Partitions)))
 	gauge(c.stopped, int64(countStopped(s)))
 	gauge(c.stuck, s.StuckCalls)
+	gauge(c.waiting, s.WaitingForOutput)
 	gauge(c.fetchesInFlight, s.FetchesInFlight)
 	ch <- c.build
 	for _, ps := range s.Partitions {
