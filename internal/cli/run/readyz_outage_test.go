@@ -1,4 +1,4 @@
-package app
+package run
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
@@ -96,7 +97,7 @@ func TestRunForEndsDespiteASpinningStage(t *testing.T) {
 	done := make(chan int, 1)
 	began := time.Now()
 	go func() {
-		done <- execute(context.Background(), []string{"run", "-c", cfg, "--for", "2s"}, &cli{stdout: &out, stderr: &errOut, registry: reg})
+		done <- execute(context.Background(), []string{"run", "-c", cfg, "--for", "2s"}, &clibase.Env{Stdout: &out, Stderr: &errOut, Registry: reg})
 	}()
 	select {
 	case code := <-done:
