@@ -101,8 +101,15 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 	}
 	p.failures = 0
 	if pr.Next == at {
+		// Nothing new. Caught up (the position is at the high
+		// watermark the broker reported): its next fetch is a long
+		// poll that reserves no budget for it (see planFetch). Left
+		// out of a full response, or blocked by an open transaction:
+		// it has records to bring, and reserves its full share.
+		p.idle = pr.Batch == nil && pr.HighWatermark >= 0 && at >= pr.HighWatermark
 		return false
 	}
+	p.idle = false
 	if bt := pr.Batch; bt != nil {
 		// The coordinator records what it hands out (span, epoch,
 		// bytes) and marks exactly that when the batch completes: it
@@ -191,19 +198,59 @@ func (c *coordinator) makeReady(p *partition) {
 	p.queued = true
 }
 
-// planFetch sends b a fetch of its ready partitions, if the byte budget
-// has room. The fetch reserves what it can return: its partitions times
-// partitionMaxBytes, at most fetchMaxBytes and what is left of the
-// budget, so one fetch (a long poll of idle partitions, say) never holds
-// the budget other brokers need.
-func (c *coordinator) planFetch(b *fetcher) {
+// planFetches sends every idle fetcher with ready partitions a fetch, as
+// far as the byte budget allows. Fetchers refused for lack of budget wait
+// in line (c.waiting) and are served first, in the order they were
+// refused, before any other fetcher takes budget: whatever the sizes, a
+// fetcher with ready partitions sends its fetch once the fetches ahead of
+// it and the records buffered leave a byte of room (in flight fetches
+// always answer, processing always finishes), so no partition starves
+// while others keep the budget busy.
+func (c *coordinator) planFetches() {
+	for len(c.waiting) > 0 {
+		b := c.waiting[0]
+		if !b.flight.busy() && len(b.ready) > 0 && !c.planFetch(b) {
+			return // still no room: nobody goes before it
+		}
+		c.waiting[0] = nil
+		c.waiting = c.waiting[1:]
+	}
+	for _, b := range c.fetchers {
+		if !b.flight.busy() && len(b.ready) > 0 && !c.planFetch(b) {
+			c.waiting = append(c.waiting, b)
+			// the budget is used up for the fetchers after it too;
+			// they queue behind it when they are planned next
+			return
+		}
+	}
+}
+
+// planFetch sends b a fetch of its ready partitions if the byte budget
+// has room, and reports false if it has none (b's ready partitions stay
+// ready). The fetch reserves what it may return: the partition limit
+// (partitionMaxBytes, or fetchMaxBytes without one) for each partition
+// that may have records, nothing for a partition whose last fetch found
+// it caught up, at most fetchMaxBytes and what is left of the budget,
+// and at least one byte. So a long poll of idle partitions holds no
+// budget that other fetches need, and a fetch may ask for less than one
+// record batch: the broker still returns the first batch of the first
+// partition with records, whatever its size (Kafka's rule, so a consumer
+// always progresses), and the budget counts it in full when it arrives
+// (buffered bytes may then exceed the budget by that batch until it is
+// processed; no fetch starts while they do).
+func (c *coordinator) planFetch(b *fetcher) bool {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
-		return
+		return false
+	}
+	share := int64(c.cfg.fetchMaxBytes)
+	if c.cfg.partitionMaxBytes > 0 {
+		share = min(share, int64(c.cfg.partitionMaxBytes))
 	}
 	var fb offsets.FetchRequestBuilder
 	fb.Grow(len(b.ready))
 	slots := c.scratchSlots[:0]
+	want := int64(0)
 	for _, slot := range b.ready {
 		p := c.slots[slot]
 		if p == nil || !p.queued || p.leaderF != b {
@@ -216,19 +263,20 @@ func (c *coordinator) planFetch(b *fetcher) {
 		p.op, p.fetcher = opFetch, b
 		slots = append(slots, slot)
 		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos})
+		if !p.idle {
+			want += share
+		}
 	}
 	b.ready = b.ready[:0]
 	if fb.Len() == 0 {
-		return
+		return true
 	}
-	maxBytes := min(int64(c.cfg.fetchMaxBytes), avail)
-	if c.cfg.partitionMaxBytes > 0 {
-		maxBytes = min(maxBytes, int64(fb.Len())*int64(c.cfg.partitionMaxBytes))
-	}
+	maxBytes := max(1, min(int64(c.cfg.fetchMaxBytes), avail, want))
 	b.reserved = maxBytes
 	c.reserved += maxBytes
 	batch := fb.Build(b.id, b.index, c.gen, int32(maxBytes))
 	b.flight.start(batch.ID(), slots)
 	c.scratchSlots = slots[:0]
 	c.out.fetch(batch)
+	return true
 }
