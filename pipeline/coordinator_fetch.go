@@ -217,10 +217,9 @@ func (c *coordinator) planFetches() {
 	}
 	for _, b := range c.fetchers {
 		if !b.flight.busy() && len(b.ready) > 0 && !c.planFetch(b) {
+			// refused: so are the fetchers after it (a refusal
+			// changes nothing); they queue behind it
 			c.waiting = append(c.waiting, b)
-			// the budget is used up for the fetchers after it too;
-			// they queue behind it when they are planned next
-			return
 		}
 	}
 }
