@@ -3,6 +3,8 @@ package pipeline
 // Fetching: fetch results, leaders, ready lists and fetch planning.
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
@@ -67,6 +69,8 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			}
 		case fetch.OffsetOutOfRange:
 			c.outOfRange(p, pr)
+		case fetch.Corrupt:
+			c.onCorrupt(p, pr)
 		case fetch.NotLeader:
 			c.log.Debug("fetch: not leader; refreshing metadata", zap.Stringer("partition", p.tp), zap.Error(pr.Err))
 			c.setLeader(p, -1)
@@ -126,6 +130,31 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
 	return true
+}
+
+// corruptAttempts is how many times a partition fetches a corrupt record
+// batch before it stops: once more than the first can be a fault in
+// transit; bytes that stay corrupt are corrupt in the log.
+const corruptAttempts = 3
+
+// onCorrupt takes a result whose records end at a corrupt batch: the
+// records before it are handed out (the position moves to the corrupt
+// batch), the batch is fetched again after a backoff, and when it is
+// still corrupt on the corruptAttempts-th fetch the partition stops with
+// the reason (it never skips the bytes on its own: a Seek past them
+// does, by the application's decision).
+func (c *coordinator) onCorrupt(p *partition, pr *fetch.PartitionResult) {
+	if pr.Next > p.pos.Offset() {
+		c.onFetched(p, pr) // resets p.failures: this is the first sighting at the new position
+	}
+	if p.failures+1 >= corruptAttempts {
+		c.stop(p, fmt.Errorf("%w (fetched %d times; the records before it were processed; seek past the batch to skip it, or restore the log)",
+			pr.Err, corruptAttempts))
+		return
+	}
+	p.backoff(c)
+	c.log.Warn("fetch: corrupt record batch; fetching it again", zap.Stringer("partition", p.tp),
+		zap.Int64("offset", p.pos.Offset()), zap.Error(pr.Err), zap.Int("attempt", p.failures))
 }
 
 // outOfRange handles a broker's OffsetOutOfRange: the position is checked
