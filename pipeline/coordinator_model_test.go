@@ -46,7 +46,9 @@ var modelSteps atomic.Int64
 // answers follow Kafka's limits: a partition returns at most
 // partitionMaxBytes and a response at most the request's MaxBytes, except
 // that the first record of the first partition with records is returned
-// whatever its size. At the end it checks liveness: with no new faults,
+// whatever its size; some answers end at a corrupt batch (the records
+// before it delivered, the partition stopping when it stays corrupt). At
+// the end it checks liveness: with no new faults,
 // everything answered, processing finishing and backoffs passing, a
 // fetching partition with records beyond its position eventually
 // delivers them, whatever the sizes, budget and limits (a partition that
@@ -287,6 +289,15 @@ func (m *model) AnswerFetch(t *rapid.T) {
 			pr = fetch.PartitionResult{Outcome: fetch.Retriable, Err: errors.New("connection reset"), Next: pos, LogStart: -1, HighWatermark: -1}
 		case pos < lb.start || pos > lb.hw:
 			pr = outOfRange(lb.start, lb.hw)(e)
+		case pos < lb.hw && rapid.IntRange(0, 19).Draw(t, "corrupt") == 0:
+			// the batch at bad is corrupt: the records before it come
+			// with the error
+			bad := pos + int64(rapid.IntRange(0, int(lb.hw-pos)-1).Draw(t, "corrupt at"))
+			to := lim.take(m, e, bad, m.h.c.cfg.partitionMaxBytes)
+			pr = m.sizedRecords(e, to, lb.start, lb.hw)
+			if to == bad { // else the limits ended the response before it
+				pr.Outcome, pr.Err = fetch.Corrupt, fmt.Errorf("%w: CRC mismatch in the batch at offset %d", fetch.ErrCorrupt, bad)
+			}
 		case pos < lb.hw && rapid.IntRange(0, 7).Draw(t, "marker") == 0:
 			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw}
 			if cur {
