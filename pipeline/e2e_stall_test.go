@@ -17,28 +17,36 @@ import (
 // TestLargeRecordNeverStalls: a record larger than buffer_bytes and
 // max_partition_fetch_bytes is still delivered (Kafka returns a
 // partition's first batch whatever its size, so a consumer always
-// progresses), whether or not another partition fetched with it has
-// nothing to return. Sizes from issue 22: 64, 256 and 512 KiB limits, a
-// 600 KB record, written while the pipeline runs and every partition is
-// caught up.
+// progresses), whether or not other partitions fetched with it (one
+// fetch per broker) or beside it (two) have nothing to return. Sizes from
+// issue 22: 64, 256 and 512 KiB limits, a 600 KB record, written while
+// the pipeline runs and every partition is caught up. Before the fix the
+// partition never fetched when an idle partition's fetcher took the
+// whole budget for its long polls.
 func TestLargeRecordNeverStalls(t *testing.T) {
 	for _, limit := range []pipeline.ByteSize{64 * pipeline.KiB, 256 * pipeline.KiB, 512 * pipeline.KiB} {
-		for _, idle := range []int32{0, 1, 3} {
-			for _, idleRecords := range []int{0, 1} {
-				if idle == 0 && idleRecords > 0 {
-					continue
-				}
-				t.Run(fmt.Sprintf("limit=%v/idle=%d/records=%d", limit, idle, idleRecords), func(t *testing.T) {
-					largeRecordNeverStalls(t, kafkatest.New(t, 1).Kafka, limit, idle, idleRecords)
-				})
-			}
+		for _, sc := range []struct {
+			idle        int32 // partitions besides the large record's
+			idleRecords int   // records each of them had (then caught up)
+			concurrency int   // fetch_concurrency
+		}{
+			{idle: 0, concurrency: 2},
+			{idle: 1, idleRecords: 0, concurrency: 1},
+			{idle: 1, idleRecords: 0, concurrency: 2},
+			{idle: 1, idleRecords: 1, concurrency: 2},
+			{idle: 3, idleRecords: 0, concurrency: 2},
+			{idle: 3, idleRecords: 1, concurrency: 1},
+		} {
+			t.Run(fmt.Sprintf("limit=%v/idle=%d/records=%d/concurrency=%d", limit, sc.idle, sc.idleRecords, sc.concurrency), func(t *testing.T) {
+				largeRecordNeverStalls(t, kafkatest.New(t, 1).Kafka, limit, sc.idle, sc.idleRecords, sc.concurrency)
+			})
 		}
 	}
 }
 
 // largeRecordNeverStalls runs the scenario with idle partitions besides
 // the one the large record goes to (the last).
-func largeRecordNeverStalls(t *testing.T, c *kafkatest.Kafka, limit pipeline.ByteSize, idle int32, idleRecords int) {
+func largeRecordNeverStalls(t *testing.T, c *kafkatest.Kafka, limit pipeline.ByteSize, idle int32, idleRecords, concurrency int) {
 	topic, group := c.Name("large"), c.Name("g-large")
 	c.CreateTopic(t, topic, idle+1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -58,6 +66,7 @@ func largeRecordNeverStalls(t *testing.T, c *kafkatest.Kafka, limit pipeline.Byt
 	cfg := fastConfig(c, group, topic)
 	cfg.Consumer.BufferBytes = limit
 	cfg.Consumer.MaxPartitionFetchBytes = limit
+	cfg.Consumer.FetchConcurrency = concurrency
 	rec := newRecorder()
 	r := start(t, cfg, pipeline.WithStage("record", rec))
 	waitFor(t, 20*time.Second, "every partition's first record", func() bool { return rec.total() == int(idle)*idleRecords+1 })
