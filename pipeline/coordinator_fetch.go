@@ -257,15 +257,16 @@ func (c *coordinator) planFetches() {
 // has room, and reports false if it has none (b's ready partitions stay
 // ready). The fetch reserves what it may return: the partition limit
 // (partitionMaxBytes, or fetchMaxBytes without one) for each partition
-// that may have records, nothing for a partition whose last fetch found
-// it caught up, at most fetchMaxBytes and what is left of the budget,
-// and at least one byte. So a long poll of idle partitions holds no
-// budget that other fetches need, and a fetch may ask for less than one
-// record batch: the broker still returns the first batch of the first
-// partition with records, whatever its size (Kafka's rule, so a consumer
-// always progresses), and the budget counts it in full when it arrives
-// (buffered bytes may then exceed the budget by that batch until it is
-// processed; no fetch starts while they do).
+// that may have records; for the partitions whose last fetch found them
+// caught up together, their limits but at most idleShare; at most
+// fetchMaxBytes and what is left of the budget, and at least one byte.
+// So long polls of idle partitions hold at most half the budget, whatever
+// the number of fetchers, and a fetch may ask for less than one record
+// batch: the broker still returns the first batch of the first partition
+// with records, whatever its size (Kafka's rule, so a consumer always
+// progresses), and the budget counts its first record in full when it
+// arrives (buffered bytes may then pass the budget by that record until
+// it is processed; no fetch starts while they do).
 func (c *coordinator) planFetch(b *fetcher) bool {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
@@ -278,7 +279,7 @@ func (c *coordinator) planFetch(b *fetcher) bool {
 	var fb offsets.FetchRequestBuilder
 	fb.Grow(len(b.ready))
 	slots := c.scratchSlots[:0]
-	want := int64(0)
+	want, idle := int64(0), int64(0)
 	for _, slot := range b.ready {
 		p := c.slots[slot]
 		if p == nil || !p.queued || p.leaderF != b {
@@ -291,7 +292,9 @@ func (c *coordinator) planFetch(b *fetcher) bool {
 		p.op, p.fetcher = opFetch, b
 		slots = append(slots, slot)
 		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos})
-		if !p.idle {
+		if p.idle {
+			idle += share
+		} else {
 			want += share
 		}
 	}
@@ -299,6 +302,7 @@ func (c *coordinator) planFetch(b *fetcher) bool {
 	if fb.Len() == 0 {
 		return true
 	}
+	want += min(idle, c.idleShare())
 	maxBytes := max(1, min(int64(c.cfg.fetchMaxBytes), avail, want))
 	b.reserved = maxBytes
 	c.reserved += maxBytes
@@ -307,4 +311,13 @@ func (c *coordinator) planFetch(b *fetcher) bool {
 	c.scratchSlots = slots[:0]
 	c.out.fetch(batch)
 	return true
+}
+
+// idleShare is the most a fetch reserves for its caught-up partitions
+// together: an equal part of half the budget for each fetcher, so the
+// long polls of every fetcher together leave half the budget to the
+// partitions with records, and a partition that wakes up still gets that
+// much at once (its full limit from its next fetch on).
+func (c *coordinator) idleShare() int64 {
+	return max(1, c.cfg.budget/int64(2*max(1, len(c.fetchers))))
 }
