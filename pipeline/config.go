@@ -147,10 +147,11 @@ type ConsumerConfig struct {
 	MaxPartitionFetchBytes ByteSize `yaml:"max_partition_fetch_bytes"`
 	// BufferBytes is the budget for fetched-but-unfinished records: the
 	// memory they hold, payload plus about 130 bytes of bookkeeping per
-	// record. A full budget pauses fetching; a fetch
-	// reserves the payload it may return, so the records of one response
-	// can take the total past the budget by their bookkeeping. Default
-	// 64MiB.
+	// record. A full budget pauses fetching; a fetch reserves what it
+	// may return. A record larger than what is left still gets through
+	// (Kafka returns a partition's first batch whatever its size), so the
+	// total can pass the budget by one record per fetch in flight until
+	// it is processed. Default 64MiB.
 	BufferBytes ByteSize `yaml:"buffer_bytes"`
 	// Ordering is partition (default) or key.
 	Ordering Ordering `yaml:"ordering"`

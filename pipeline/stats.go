@@ -7,9 +7,10 @@ import (
 
 // Stats are a pipeline's counters and the state of its partitions.
 type Stats struct {
-	// BufferedBytes is the payload of records fetched and not yet
-	// finished by the stages; it stays within consumer.buffer_bytes plus
-	// one fetch response.
+	// BufferedBytes is the memory of records fetched and not yet
+	// finished by the stages (payload and bookkeeping); it stays within
+	// consumer.buffer_bytes plus one record per fetch in flight (a
+	// record larger than the room its fetch had still gets through).
 	BufferedBytes int64
 	// MaxBufferedBytes is the highest BufferedBytes seen.
 	MaxBufferedBytes int64

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -84,7 +85,7 @@ func newMetrics() *metrics {
 
 		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark; no_committed_offset is where a partition the group never committed started.", "reason"),
 		resetSkipped: f.counters("reset_skipped_offsets_total", "Offsets skipped by resets (records not processed), by reason.", "reason"),
-		stops:        f.counters("partition_stops_total", "Partitions stopped, by reason: record_failed (dead_letter policy stop), dead_letter_refused, no_valid_offset (auto_offset_reset none).", "reason"),
+		stops:        f.counters("partition_stops_total", "Partitions stopped, by reason: record_failed (dead_letter policy stop), dead_letter_refused, no_valid_offset (auto_offset_reset none), corrupt_records.", "reason"),
 
 		produced:       f.counters("produced_records_total", "Records written to an output or dead-letter topic, by topic.", "topic"),
 		producedBytes:  f.counters("produced_bytes_total", "Record bytes (key, value, headers) written, by topic.", "topic"),
@@ -198,6 +199,8 @@ func stopCause(err error) string {
 		return "dead_letter_refused"
 	case errors.As(err, &se):
 		return "record_failed"
+	case errors.Is(err, fetch.ErrCorrupt):
+		return "corrupt_records"
 	}
 	return "other"
 }
