@@ -149,6 +149,11 @@ func (t *tally) everyPartitionSeen(partitions int32) bool {
 func (t *tally) stalls(partitions int32, after time.Duration) (perPartition []time.Duration, longest time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.stallsLocked(partitions, after)
+}
+
+// stallsLocked is stalls with t.mu held.
+func (t *tally) stallsLocked(partitions int32, after time.Duration) (perPartition []time.Duration, longest time.Duration) {
 	for p := int32(0); p < partitions; p++ {
 		ts := slices.SortedFunc(slices.Values(t.seenAt[p]), func(a, b time.Time) int { return a.Compare(b) })
 		var total time.Duration

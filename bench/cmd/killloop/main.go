@@ -184,8 +184,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var procs children
 	defer procs.killAll() // runs before the removal above
 
-	m := &measurement{o: o, dir: dir, procs: &procs, stderr: stderr}
-	defer m.stopCluster()
+	m := &measurement{o: o, dir: dir, procs: &procs, stderr: stderr, stopCluster: func() {}}
+	defer func() { m.stopCluster() }() // Apache Kafka, if run started it
 	res, err := m.run(ctx)
 	if err != nil {
 		keep = true
@@ -246,7 +246,6 @@ func (m *measurement) restarts() int {
 func (m *measurement) run(ctx context.Context) (*result, error) {
 	o := m.o
 	res := &result{processor: o.processor}
-	m.stopCluster = func() {}
 	if o.membership == franz {
 		res.processor = "franz-go kgo consumer (cooperative-sticky), this program's " + franzWorkerCommand
 		var err error
@@ -543,7 +542,7 @@ func (m *measurement) count(t *tally, res *result) {
 		res.perKill = append(res.perKill, t.byPhase[int64(k)])
 	}
 	if m.o.mode == "rolling" {
-		res.stalls, res.longestStall = t.stalls(int32(m.o.partitions), stallAfter(m.o))
+		res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
 	}
 }
 
