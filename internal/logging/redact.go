@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -185,6 +186,33 @@ func (r *Redactor) Leaks(s string) bool {
 		}
 	}
 	return false
+}
+
+// Writer returns a writer that redacts each Write to w on its own: give
+// it whole lines of text (one Fprintf each). It reports len(p) written
+// when w took the whole redacted text. A nil Redactor returns w.
+func (r *Redactor) Writer(w io.Writer) io.Writer {
+	if r == nil {
+		return w
+	}
+	return redactWriter{w: w, r: r}
+}
+
+type redactWriter struct {
+	w io.Writer
+	r *Redactor
+}
+
+func (rw redactWriter) Write(p []byte) (int, error) {
+	s := rw.r.Redact(string(p))
+	n, err := io.WriteString(rw.w, s)
+	if err == nil && n < len(s) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // Core returns c with every entry redacted before c encodes it: the

@@ -87,7 +87,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 			cfg.HTTP.Address = ""
 		}
 	}
-	log, err := newLogger(cfg.Log, c.stderr)
+	log, err := newLogger(cfg.Log, c.stderr, cfg.Redactor)
 	if err != nil {
 		return failure("log: %v", err)
 	}
@@ -108,7 +108,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	r := &session{cli: c, cfg: cfg, opts: o, log: log, stopRun: func() { why.limit.Store(true); stopRun() }}
 	res, err := r.execute(runCtx)
 	if err != nil && !errors.Is(err, errStoppedPartitions) {
-		return failure("%v", explainRunError(ctx, o, cfg, err))
+		return failure("%s", cfg.Redactor.Redact(explainRunError(ctx, o, cfg, err).Error()))
 	}
 	reason := "the end of --for"
 	switch {
@@ -119,7 +119,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	case ctx.Err() != nil:
 		reason = "cancellation"
 	}
-	res.print(c.stderr, reason)
+	res.print(cfg.Redactor.Writer(c.stderr), reason)
 	if err != nil {
 		return failure("%d partition(s) ended stopped (see above): fix the cause, then restart to retry the record, "+
 			"or move the group's offset past it", len(res.stopped))
