@@ -76,7 +76,7 @@ func logAll(l *zap.Logger, secret string) {
 	q := strconv.Quote(secret)
 	l = l.With(zap.String("with", "w "+secret))
 	l.Info("message "+q+" ends", zap.String("s", secret), zap.String("plain", "kept"))
-	l.Named("stage-"+secret).Warn("named")
+	l.Named("stage-" + secret).Warn("named")
 	l.Error("errors", zap.Error(fmt.Errorf("broker %q: refused", secret)), zap.NamedError("cause", wrapped{errors.New(secret)}))
 	l.Info("values", zap.Stringer("str", stringer(secret)), zap.ByteString("bytes", []byte(secret)),
 		zap.Any("map", map[string]any{"k": secret, secret: 1}), zap.Strings("list", []string{"a", q}),
