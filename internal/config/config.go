@@ -196,6 +196,8 @@ func (p *problems) scrub(r *logging.Redactor) {
 		if e.value != "" && r.Leaks(e.value) {
 			e.Msg = strings.ReplaceAll(e.Msg, strconv.Quote(e.value), strconv.Quote(logging.Redacted))
 		}
+		// A key is never a value, but hiding it too keeps the rule
+		// simple: no output shows a part of a secret.
 		e.Key, e.Msg, e.Hint = r.Redact(e.Key), r.Redact(e.Msg), r.Redact(e.Hint)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -79,8 +80,8 @@ func zapString(s string) string {
 
 // Redactor hides secrets in text: every form (see forms) of every run
 // of at least MinFragment characters of a secret, and of a whole secret
-// of MinSecret characters or more. A nil *Redactor hides nothing. It is
-// safe for concurrent use.
+// of MinSecret characters or more, unless that run is only white space.
+// A nil *Redactor hides nothing. It is safe for concurrent use.
 type Redactor struct {
 	// needles are what to hide, by their first keyLen bytes.
 	needles map[string][]string
@@ -112,7 +113,7 @@ func NewRedactor(secrets ...string) *Redactor {
 			offs = append(offs, b.Len())
 			whole := b.String()
 			for i := 0; i+n < len(offs); i++ {
-				if w := whole[offs[i]:offs[i+n]]; len(w) >= keyLen {
+				if w := whole[offs[i]:offs[i+n]]; len(w) >= keyLen && !blank(pieces[i:i+n]) {
 					set[w] = true
 				}
 			}
@@ -128,6 +129,17 @@ func NewRedactor(secrets ...string) *Redactor {
 	return r
 }
 
+// blank says whether the runes are all white space: such a run is not
+// hidden (indentation is everywhere, and tells nothing).
+func blank(runes []string) bool {
+	for _, r := range runes {
+		if strings.TrimSpace(r) != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // splitRunes splits s into its runes as text, an invalid byte being one.
 func splitRunes(s string) []string {
 	out := make([]string, 0, len(s))
@@ -140,36 +152,67 @@ func splitRunes(s string) []string {
 }
 
 // Redact returns s with every part that shows a secret replaced by
-// Redacted (adjacent and overlapping parts become one).
+// Redacted. A part within a word is hidden with the rest of the word
+// (letters, digits and _ around it): "i[redacted]face" would tell which
+// letters of a known text are part of a secret. Adjacent and overlapping
+// parts become one.
 func (r *Redactor) Redact(s string) string {
 	if r == nil || len(s) < keyLen {
 		return s
 	}
-	var b strings.Builder
-	copied, start, end := 0, -1, -1 // s[:copied] is written; [start, end) is to hide
+	var runs [][2]int // to hide, in order, not overlapping
 	for i := 0; i+keyLen <= len(s); i++ {
 		for _, w := range r.needles[s[i:i+keyLen]] {
 			if !strings.HasPrefix(s[i:], w) {
 				continue
 			}
-			if i > end {
-				if start >= 0 {
-					b.WriteString(s[copied:start])
-					b.WriteString(Redacted)
-					copied = end
-				}
-				start = i
+			start, end := wordStart(s, i), wordEnd(s, i+len(w))
+			if n := len(runs); n > 0 && start <= runs[n-1][1] {
+				runs[n-1][1] = max(runs[n-1][1], end)
+			} else {
+				runs = append(runs, [2]int{start, end})
 			}
-			end = max(end, i+len(w))
 		}
 	}
-	if start < 0 {
+	if len(runs) == 0 {
 		return s
 	}
-	b.WriteString(s[copied:start])
-	b.WriteString(Redacted)
-	b.WriteString(s[end:])
+	var b strings.Builder
+	copied := 0
+	for _, run := range runs {
+		b.WriteString(s[copied:run[0]])
+		b.WriteString(Redacted)
+		copied = run[1]
+	}
+	b.WriteString(s[copied:])
 	return b.String()
+}
+
+func isWord(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// wordStart is where the word holding s[i] starts (i if s[i-1] is not
+// part of a word).
+func wordStart(s string, i int) int {
+	for i > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:i])
+		if !isWord(r) {
+			break
+		}
+		i -= n
+	}
+	return i
+}
+
+// wordEnd is where the word holding s[i-1] ends.
+func wordEnd(s string, i int) int {
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !isWord(r) {
+			break
+		}
+		i += n
+	}
+	return i
 }
 
 // Leaks reports whether s shows a part of a secret that Redact would

@@ -37,6 +37,7 @@ func TestRedact(t *testing.T) {
 		{"two-rune secret ignored", "ab", "ab", "ab"},
 		{"adjacent parts become one", "abcdefgh", "efghabcd", "[redacted]"},
 		{"invalid UTF-8", "ab\xffcd", fmt.Sprintf("%q", "ab\xffcd"), `"[redacted]"`},
+		{"within a word: the word", "-interf!", "for every interface", "for every [redacted]"},
 		{"nothing", "hunter2", "nothing to hide here", "nothing to hide here"},
 	}
 	for _, c := range cases {

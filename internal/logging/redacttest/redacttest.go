@@ -24,8 +24,9 @@ const (
 // Leak returns the first part of secret that out shows, as out shows it
 // (as is, escaped as by %q, %+q or JSON, or YAML single-quoted), or ""
 // if none. The parts are every run of Min runes of secret (an invalid
-// byte counts as a rune), or secret itself if it is shorter; a secret
-// shorter than MinSecret runes is not looked for. Text Marker stands for
+// byte counts as a rune), or secret itself if it is shorter, except a
+// part of only white space; a secret shorter than MinSecret runes is not
+// looked for. Text Marker stands for
 // is cut out of out first: a secret that reads on into the marker is not
 // shown.
 func Leak(out, secret string) string {
@@ -41,6 +42,9 @@ func Leak(out, secret string) string {
 	pieces := strings.Split(out, Marker)
 	for i := 0; i+n <= len(runes); i++ {
 		w := strings.Join(runes[i:i+n], "")
+		if strings.TrimSpace(w) == "" {
+			continue // white space is not hidden
+		}
 		for _, f := range forms(w) {
 			for _, p := range pieces {
 				if strings.Contains(p, f) {
