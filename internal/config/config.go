@@ -164,6 +164,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	d.checkEmbedded(cfg)
 	d.checkZeros(cfg.Pipeline)
 	d.checkTLS(cfg.Pipeline.Kafka.TLS)
+	d.consumed = cfg.Pipeline.Consumer.Topics
 	cfg.Stages = d.stages(reg, fs.Pipeline)
 	d.validate(cfg)
 	cfg.Redactor = logging.NewRedactor(d.secrets...)

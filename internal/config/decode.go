@@ -27,6 +27,8 @@ type decoder struct {
 	// fields, of the variables used in them, and of variables named
 	// like secrets.
 	secrets []string
+	// consumed are consumer.topics, for the checks of the stages.
+	consumed []string
 	// values are the variables' values each scalar was given.
 	values map[ast.Node][]string
 	// aliased counts the values aliases expanded to, up to

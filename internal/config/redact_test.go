@@ -80,3 +80,19 @@ func TestSecretNotHiddenElsewhere(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestLoopBuiltinProduce: the built-in produce stage writing to a
+// consumed topic is refused at its topic option (the topic comes from the
+// producer it asks for when built), unless the entry allows it.
+func TestLoopBuiltinProduce(t *testing.T) {
+	const src = "kafka: {brokers: [\"localhost:9092\"]}\nconsumer: {group: g, topics: [events]}\npipeline:\n" +
+		"  - stage: produce\n    topic: events\n    value: 'value'\n"
+	_, err := config.Loader{}.Parse("loop.yaml", []byte(src))
+	if err == nil || !strings.Contains(err.Error(), `loop.yaml:5:12: pipeline[0].topic: stage produce writes to "events", which the pipeline consumes`) {
+		t.Errorf("got %v", err)
+	}
+	cfg, err := config.Loader{}.Parse("loop.yaml", []byte(src+"    allow_loop: true\n"))
+	if err != nil || len(cfg.Stages) != 1 || !cfg.Stages[0].AllowLoop || strings.Join(cfg.Stages[0].Outputs, ",") != "events" {
+		t.Errorf("with allow_loop: %v %+v", err, cfg)
+	}
+}
