@@ -85,7 +85,14 @@ func zapString(s string) string {
 type Redactor struct {
 	// needles are what to hide, by their first keyLen bytes.
 	needles map[string][]string
+	// numeric is set if a needle could be part of how a number, a
+	// duration or a time is written: only then are such fields checked.
+	numeric bool
 }
+
+// numberChars are the characters numbers, durations and times are
+// written with, in either encoder.
+const numberChars = "0123456789.-+:eETZ"
 
 // keyLen is the length of the shortest needle in bytes (MinSecret runes
 // of at least one byte each).
@@ -125,6 +132,7 @@ func NewRedactor(secrets ...string) *Redactor {
 	r := &Redactor{needles: map[string][]string{}}
 	for w := range set {
 		r.needles[w[:keyLen]] = append(r.needles[w[:keyLen]], w)
+		r.numeric = r.numeric || strings.Trim(w, numberChars) == ""
 	}
 	return r
 }
@@ -315,8 +323,14 @@ var fieldEncoder = zapcore.NewJSONEncoder(zapcore.EncoderConfig{})
 
 func (r *Redactor) field(f zapcore.Field) (zapcore.Field, bool) {
 	switch f.Type {
-	case zapcore.SkipType, zapcore.NamespaceType:
+	case zapcore.SkipType, zapcore.NamespaceType, zapcore.BoolType:
 		return f, false
+	case zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type,
+		zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type, zapcore.UintptrType,
+		zapcore.Float64Type, zapcore.Float32Type, zapcore.DurationType, zapcore.TimeType, zapcore.TimeFullType:
+		if !r.numeric && !r.Leaks(f.Key) {
+			return f, false // written with numberChars only: cannot show a secret
+		}
 	case zapcore.StringType:
 		key, s := r.Redact(f.Key), r.Redact(f.String)
 		changed := key != f.Key || s != f.String
