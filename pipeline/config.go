@@ -454,8 +454,8 @@ func (c Config) validateDurations(bad func(key, format string, args ...any)) {
 		switch {
 		case d.d < 0:
 			bad(d.key, "must not be negative")
-		case d.millis && d.d > limits.MaxMillis:
-			bad(d.key, "%v is longer than Kafka's limit for it (%v: int32 milliseconds)", d.d, limits.MaxMillis)
+		case d.millis && d.d > limits.MaxRequestDuration:
+			bad(d.key, "%v is longer than Kafka's limit for it (%v: int32 milliseconds)", d.d, limits.MaxRequestDuration)
 		case d.millis && d.d%time.Millisecond != 0:
 			bad(d.key, "%v is not a whole number of milliseconds (Kafka carries it in milliseconds)", d.d)
 		}
@@ -463,7 +463,7 @@ func (c Config) validateDurations(bad func(key, format string, args ...any)) {
 	if c.DeadLetter.Backoff > limits.MaxBackoff {
 		bad("dead_letter.backoff", "%v is longer than the longest wait between retries (%v)", c.DeadLetter.Backoff, limits.MaxBackoff)
 	}
-	if k.HeartbeatInterval >= 0 && k.HeartbeatInterval >= k.SessionTimeout && k.SessionTimeout <= limits.MaxMillis {
+	if k.HeartbeatInterval >= 0 && k.HeartbeatInterval >= k.SessionTimeout && k.SessionTimeout <= limits.MaxRequestDuration {
 		bad("consumer.heartbeat_interval", "%v must be well below session_timeout (%v)", k.HeartbeatInterval, k.SessionTimeout)
 	}
 }

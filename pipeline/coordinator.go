@@ -91,7 +91,7 @@ type coordinatorStats struct {
 
 // coordinator owns all partition state. Every method runs on the
 // coordinator goroutine (or, in tests, one goroutine); nothing here is
-// safe for concurrent use, by design: other stages send events.
+// safe for concurrent use, by design: the steps send it events.
 type coordinator struct {
 	cfg   coordinatorConfig
 	out   coordinatorOutputs

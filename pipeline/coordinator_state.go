@@ -14,7 +14,7 @@ type PartitionState uint8
 
 const (
 	// AwaitReset: the partition has a start request (earliest, latest,
-	// a time, the reset policy) that the resolve stage must turn into
+	// a time, the reset policy) that the resolve step must turn into
 	// an offset.
 	AwaitReset PartitionState = iota + 1
 	// AwaitValidation: the partition has an offset (committed, sought,

@@ -185,9 +185,13 @@ func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
 			if stopping {
 				m.finalErr = err
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				m.log.Warn("revoke finished with an error", zap.Int32("generation", gen.ID), zap.Error(err))
-			} else {
+			case ev.drainMissed:
+				m.log.Info("generation ended: committed the records that finished; those in flight at the drain deadline "+
+					"were not committed and are processed again by the partition's next owner", zap.Int32("generation", gen.ID))
+			default:
 				m.log.Info("generation ended: in-flight work drained and committed", zap.Int32("generation", gen.ID))
 			}
 		case <-rctx.Done():

@@ -5,8 +5,9 @@
 //
 // One goroutine, the coordinator, owns every partition's state (where it
 // starts, where it is, whether it is paused, what is committed); the
-// stages (resolve, fetch, process, commit) send it events and receive
-// immutable batches. A reset never deletes a partition's position: it
+// engine's steps (resolve, fetch, process, commit) send it events and
+// receive immutable requests and batches. "Stage" always means a user's
+// processing step, one link of the chain every record runs through. A reset never deletes a partition's position: it
 // replaces it with a start request and a new epoch, and any result of the
 // old epoch is dropped. See docs/architecture.md.
 //

@@ -25,8 +25,8 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// runner is one Run of a Pipeline: the goroutines of every stage and what
-// they share.
+// runner is one Run of a Pipeline: the workers of every step (resolve,
+// fetch, process, commit) and what they share.
 type runner struct {
 	p         *Pipeline
 	conn      *connection
@@ -196,7 +196,7 @@ func (r *runner) run(ctx context.Context) error {
 
 	var wg conc.WaitGroup
 	defer wg.Wait()
-	defer cancel() // before wg.Wait: stop every stage
+	defer cancel() // before wg.Wait: stop every step's workers
 
 	resolveCh := make(chan offsets.ResolveRequest, 1)
 	commitCh := make(chan commit.Job, 1)

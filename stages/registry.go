@@ -52,18 +52,33 @@ type Spec struct {
 	Options []OptionSpec
 	// New builds the stage. opts holds every option of Options, checked
 	// and with defaults applied. An error about one option should be an
-	// *OptionError so it is reported at that option's position.
+	// *OptionError so it is reported at that option's position. It is
+	// called through Build, so env.Log and env.Stdout are never nil.
 	New func(opts Options, env Env) (Stage, error)
+}
+
+// Build calls s.New with env completed: a nil Log becomes NopLogger and a
+// nil Stdout io.Discard, so a factory never checks them. The pipeline,
+// the configuration loader and stagetest build every stage through it.
+func (s Spec) Build(opts Options, env Env) (Stage, error) {
+	if env.Log == nil {
+		env.Log = NopLogger
+	}
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	return s.New(opts, env)
 }
 
 // Env is what a stage factory may use from the pipeline it runs in.
 type Env struct {
 	// Log is the pipeline's logger, naming the stage in each message.
-	// Never nil when the pipeline builds the stage; a factory called by
-	// hand may get a zero Env: use NopLogger then.
+	// Never nil in a factory called through Spec.Build (NopLogger when
+	// none was given).
 	Log Logger
 	// Stdout is where printing stages write (the process's standard
-	// output in the binary, a buffer in tests). It is safe for
+	// output in the binary, a buffer in tests; never nil through
+	// Spec.Build, io.Discard when none was given). It is safe for
 	// concurrent use: write a whole line with one Write and it lands
 	// whole, whatever other partitions print meanwhile.
 	Stdout io.Writer

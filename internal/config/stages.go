@@ -55,7 +55,7 @@ func newStage(spec stages.Spec, opts stages.Options, env stages.Env) (st stages.
 			st, err = nil, fmt.Errorf("%w: %v", errPanic, r)
 		}
 	}()
-	return spec.New(opts, env)
+	return spec.Build(opts, env)
 }
 
 // stageNodes holds the pipeline list's nodes until the stages are

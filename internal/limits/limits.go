@@ -13,12 +13,12 @@ import (
 
 // Bounds of pipeline settings.
 const (
-	// MaxMillis is the longest duration a Kafka request carries as int32
+	// MaxRequestDuration is the longest duration a Kafka request carries as int32
 	// milliseconds, about 24.8 days: JoinGroup's session and rebalance
 	// timeouts, a Fetch's MaxWaitMs, a CreateTopics time-out (the
 	// dial_timeout), and kafka-go's heartbeat and partition-watch
 	// intervals (the metadata_max_age).
-	MaxMillis = time.Duration(math.MaxInt32) * time.Millisecond
+	MaxRequestDuration = time.Duration(math.MaxInt32) * time.Millisecond
 	// MaxFetchBytes is the largest fetch size: Kafka's request sizes are
 	// int32, and a response must fit one.
 	MaxFetchBytes = 1 << 30

@@ -343,7 +343,7 @@ func (c *Cluster) format(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := c.java(ctx, n, 128, args...)
+			cmd := inNode(exec.CommandContext(ctx, "java", c.javaArgs(n, 128, args...)...), n)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				// the output does not echo the arguments (SCRAM passwords)
@@ -373,9 +373,9 @@ func newClusterID(random io.Reader) (string, error) {
 	}
 }
 
-// java returns a java command on the classpath with the node's log
-// configuration.
-func (c *Cluster) java(ctx context.Context, n *node, heapMB int, args ...string) *exec.Cmd {
+// javaArgs returns the arguments of a java command on the classpath with
+// the node's log configuration, then args.
+func (c *Cluster) javaArgs(n *node, heapMB int, args ...string) []string {
 	jvm := []string{
 		fmt.Sprintf("-Xmx%dm", heapMB), "-Xms64m", "-Xss512k",
 		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
@@ -384,12 +384,12 @@ func (c *Cluster) java(ctx context.Context, n *node, heapMB int, args ...string)
 		"-Dkafka.logs.dir=" + n.dir,
 		"-cp", c.classpath,
 	}
-	var cmd *exec.Cmd
-	if ctx != nil {
-		cmd = exec.CommandContext(ctx, "java", append(jvm, args...)...)
-	} else {
-		cmd = exec.Command("java", append(jvm, args...)...)
-	}
+	return append(jvm, args...)
+}
+
+// inNode runs cmd (a java command) in the node's folder, in a process
+// group of its own that dies with this process (setProcAttr).
+func inNode(cmd *exec.Cmd, n *node) *exec.Cmd {
 	cmd.Dir = n.dir
 	setProcAttr(cmd)
 	return cmd
@@ -401,7 +401,8 @@ func (c *Cluster) startNode(n *node) error {
 	if err != nil {
 		return err
 	}
-	cmd := c.java(nil, n, c.opts.HeapMB, "kafka.Kafka", n.properties)
+	// not bound to a context: the JVM lives until Stop or Kill ends it
+	cmd := inNode(exec.Command("java", c.javaArgs(n, c.opts.HeapMB, "kafka.Kafka", n.properties)...), n)
 	cmd.Stdout, cmd.Stderr = out, out
 	if c.opts.Progress != nil {
 		c.opts.Progress(fmt.Sprintf("starting node %d (Kafka %s), log %s", n.id, c.Version, n.log))

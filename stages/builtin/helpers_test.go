@@ -41,7 +41,7 @@ func build(t *testing.T, name string, opts stages.Options, env stages.Env) stage
 // and checks the harness saw no contract violation.
 func run(t *testing.T, name string, st stages.Stage, records ...stages.Record) stagetest.Result {
 	t.Helper()
-	res := stagetest.Run(t, records, stagetest.Step{Name: name, Stage: st})
+	res := stagetest.Run(t, records, stagetest.NamedStage{Name: name, Stage: st})
 	if len(res.Mutated) > 0 {
 		t.Fatalf("stage %s modified its input records: %v", name, res.Mutated)
 	}

@@ -122,7 +122,7 @@ func TestProduceFailure(t *testing.T) {
 			pr := &probe{p: p}
 			policy := stagetest.Policy{Retries: 2, Backoff: time.Millisecond, Stop: tc.stop}
 			res := stagetest.Runner{Policy: policy}.Run(t, []stages.Record{rec(4, "", "a"), rec(5, "", "b"), rec(6, "", "c")},
-				stagetest.Step{Name: "produce", Stage: st}, stagetest.Step{Name: "probe", Stage: pr})
+				stagetest.NamedStage{Name: "produce", Stage: st}, stagetest.NamedStage{Name: "probe", Stage: pr})
 
 			if got := offsets(res.Outputs); !slices.Equal(got, tc.wantOut) && len(got)+len(tc.wantOut) > 0 {
 				t.Errorf("outputs %v, want %v", got, tc.wantOut)

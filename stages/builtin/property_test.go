@@ -37,7 +37,7 @@ func TestFilterMapModel(t *testing.T) {
 			in = append(in, r)
 		}
 
-		res := stagetest.Run(t, in, stagetest.Step{Name: "filter", Stage: f}, stagetest.Step{Name: "map", Stage: m})
+		res := stagetest.Run(t, in, stagetest.NamedStage{Name: "filter", Stage: f}, stagetest.NamedStage{Name: "map", Stage: m})
 
 		// model: partitions in order, records in offset order
 		var want []string

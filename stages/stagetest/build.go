@@ -26,7 +26,7 @@ func Build(name string, opts stages.Options, env stages.Env) (stages.Stage, erro
 	if err != nil {
 		return nil, err
 	}
-	return spec.New(checked, env)
+	return spec.Build(checked, env)
 }
 
 func checkOptions(spec stages.Spec, opts stages.Options) (stages.Options, error) {

@@ -49,7 +49,7 @@ type runningKey struct {
 	key string
 }
 
-func newChecker(named []Step) *checker {
+func newChecker(named []NamedStage) *checker {
 	c := &checker{sources: map[Partition][]int64{}, running: map[runningKey]int{}}
 	for range len(named) + 1 {
 		c.emitted = append(c.emitted, map[source]int{})
@@ -84,9 +84,9 @@ func (c *checker) attribute(r stages.Record) (source, bool) {
 }
 
 // wrap returns the stages, each watched by the checker.
-func (c *checker) wrap(steps []Step) []process.NamedStage {
-	out := make([]process.NamedStage, len(steps))
-	for i, n := range steps {
+func (c *checker) wrap(named []NamedStage) []process.NamedStage {
+	out := make([]process.NamedStage, len(named))
+	for i, n := range named {
 		out[i] = process.NamedStage{Name: n.Name, Stage: &watched{c: c, k: i + 1, inner: n.Stage}}
 	}
 	return out

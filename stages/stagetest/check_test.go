@@ -15,7 +15,7 @@ func TestCheckerFindsBrokenPromises(t *testing.T) {
 	rec := func(off int64, key string) stages.Record {
 		return stages.Record{Topic: "t", Offset: off, Key: []byte(key)}
 	}
-	two := []Step{{Name: "first"}, {Name: "second"}}
+	two := []NamedStage{{Name: "first"}, {Name: "second"}}
 	tests := []struct {
 		name string
 		run  func(c *checker)

@@ -3,9 +3,11 @@
 // out, which are dead-lettered with which headers, and which offsets
 // would be committed.
 //
-//   - [Run] passes records through a [process.Chain] (the pipeline's own
-//     failure isolation, retries, dead-letter and stop policy), one batch
-//     per partition, partitions concurrently, and returns a [Result].
+//   - [Run] passes records through the pipeline's own process step (its
+//     scheduler and chain: ordering, failure isolation, retries,
+//     dead-letter and stop policy), one batch per partition, partitions
+//     concurrently, checks the record path's promises, and returns a
+//     [Result]; a [Runner] sets the [Policy] and key ordering.
 //   - [Build] builds a registered stage from options the way a
 //     configuration file does: unknown options, missing required ones,
 //     wrong types and enum values are rejected, defaults are applied.
@@ -17,6 +19,6 @@
 //
 //	st, err := stagetest.Build("filter", stages.Options{"if": `json?.ok == true`}, stagetest.Env(nil, nil))
 //	// check err
-//	res := stagetest.Run(ctx, records, process.FailurePolicy{}, process.NamedStage{Name: "filter", Stage: st})
+//	res := stagetest.Run(t, records, stagetest.NamedStage{Name: "filter", Stage: st}) // fails t on a broken promise
 //	// check res.Outputs, res.DeadLetters, res.Marks
 package stagetest

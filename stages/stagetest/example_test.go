@@ -60,7 +60,7 @@ func Example() {
 		{Topic: "orders", Offset: 42},
 		{Topic: "orders", Offset: 43, Value: []byte("bye")},
 	}
-	res := stagetest.Runner{}.RunContext(context.Background(), nil, records, stagetest.Step{Name: "upper", Stage: st})
+	res := stagetest.Runner{}.RunContext(context.Background(), nil, records, stagetest.NamedStage{Name: "upper", Stage: st})
 
 	for _, r := range res.Outputs {
 		fmt.Printf("out %d: %s\n", r.Offset, r.Value)

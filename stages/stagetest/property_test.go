@@ -86,13 +86,13 @@ func TestRunnerKeepsThePromises(t *testing.T) {
 					Key: []byte(fmt.Sprintf("k%d", rapid.IntRange(0, 2).Draw(rt, "key")))})
 			}
 		}
-		var named []stagetest.Step
+		var named []stagetest.NamedStage
 		for k := range rapid.IntRange(1, 3).Draw(rt, "stages") {
 			s := &scripted{fates: map[int64]fate{}, attempts: map[int64]int{}, recordErr: rapid.Bool().Draw(rt, "record errors")}
 			for o := range int64(12) {
 				s.fates[o] = fate(rapid.SampledFrom([]int{0, 0, 0, 0, 1, 2, 3, 4, 5}).Draw(rt, "fate"))
 			}
-			named = append(named, stagetest.Step{Name: fmt.Sprintf("s%d", k), Stage: s})
+			named = append(named, stagetest.NamedStage{Name: fmt.Sprintf("s%d", k), Stage: s})
 		}
 		rn := stagetest.Runner{
 			Policy: stagetest.Policy{Retries: rapid.IntRange(0, 2).Draw(rt, "retries"), Backoff: time.Microsecond,

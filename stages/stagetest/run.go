@@ -16,12 +16,17 @@ import (
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// Step is a stage with the name its dead letters and errors carry (the
-// name a configuration file gives it).
-type Step struct {
+// NamedStage is a stage with the name its dead letters and errors carry
+// (the name a configuration file gives it).
+type NamedStage struct {
 	Name  string
 	Stage stages.Stage
 }
+
+// Step is the former name of NamedStage.
+//
+// Deprecated: use NamedStage ("step" names the engine's own pieces).
+type Step = NamedStage
 
 // Policy says what happens to a record a stage keeps rejecting, as the
 // pipeline's dead_letter section does.
@@ -91,7 +96,7 @@ func (r Result) Check() error {
 		joinLines(r.Violations))
 }
 
-// Runner runs records through stages as the pipeline's process stage
+// Runner runs records through stages as the pipeline's process step
 // does: the records are grouped by topic and partition, sorted by offset,
 // cut into batches, and scheduled by the pipeline's own scheduler (with
 // its ordering and concurrency) through the pipeline's own chain (failure
@@ -122,39 +127,39 @@ type T interface {
 
 // Run runs records through the stages with the zero Runner: see Runner
 // and Runner.Run.
-func Run(t T, records []stages.Record, steps ...Step) Result {
+func Run(t T, records []stages.Record, named ...NamedStage) Result {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	return Runner{}.RunContext(t.Context(), t, records, steps...)
+	return Runner{}.RunContext(t.Context(), t, records, named...)
 }
 
 // Run runs records through the stages and returns what happened. It
 // fails t (Errorf) for every violation of the record path's promises it
 // saw (Result.Violations): a correct stage never causes one. It neither
 // modifies records nor closes the stages.
-func (rn Runner) Run(t T, records []stages.Record, steps ...Step) Result {
+func (rn Runner) Run(t T, records []stages.Record, named ...NamedStage) Result {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	return rn.RunContext(t.Context(), t, records, steps...)
+	return rn.RunContext(t.Context(), t, records, named...)
 }
 
 // RunContext is Run with a context of the caller's: when it ends, the
 // stages' contexts end, and the records not finished get no mark. t may
 // be nil (in an Example): then check Result.Check yourself.
-func (rn Runner) RunContext(ctx context.Context, t T, records []stages.Record, steps ...Step) Result {
+func (rn Runner) RunContext(ctx context.Context, t T, records []stages.Record, named ...NamedStage) Result {
 	if h, ok := t.(interface{ Helper() }); ok {
 		h.Helper()
 	}
-	res := rn.run(ctx, records, steps)
+	res := rn.run(ctx, records, named)
 	if err := res.Check(); err != nil && t != nil {
 		t.Errorf("%v", err)
 	}
 	return res
 }
 
-func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step) Result {
+func (rn Runner) run(ctx context.Context, records []stages.Record, named []NamedStage) Result {
 	parts := map[Partition][]stages.Record{}
 	for _, r := range records {
 		tp := Partition{Topic: r.Topic, Partition: r.Partition}
@@ -168,14 +173,14 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, steps []Step)
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 
-	chk := newChecker(steps)
+	chk := newChecker(named)
 	sink := &memorySink{next: rn.Policy.DeadLetters, got: map[Partition][]stages.Record{}, chk: chk}
 	backoff := rn.Policy.Backoff
 	if backoff <= 0 {
 		backoff = time.Millisecond
 	}
 	collect := &collector{got: map[Partition][]stages.Record{}}
-	chain := process.Chain{Stages: append(chk.wrap(steps), process.NamedStage{Name: "stagetest.outputs", Stage: collect}),
+	chain := process.Chain{Stages: append(chk.wrap(named), process.NamedStage{Name: "stagetest.outputs", Stage: collect}),
 		Policy:  process.FailurePolicy{Retries: rn.Policy.Retries, Backoff: backoff, Stop: rn.Policy.Stop, Sink: sink},
 		Timeout: rn.Timeout, Log: stages.NopLogger}
 

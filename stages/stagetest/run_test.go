@@ -75,7 +75,7 @@ func TestRunBatchesPerPartitionInOffsetOrder(t *testing.T) {
 	in := append(recs("b", 1, 9, 7, 8), recs("a", 0, 3, 1, 2)...)
 	in = append(in, recs("b", 0, 5)...)
 	rec := &recorder{}
-	res := stagetest.Run(t, in, stagetest.Step{Name: "rec", Stage: rec})
+	res := stagetest.Run(t, in, stagetest.NamedStage{Name: "rec", Stage: rec})
 
 	calls := slices.Clone(rec.calls)
 	slices.SortFunc(calls, func(x, y []int64) int { return int(x[0] - y[0]) })
@@ -127,7 +127,7 @@ func TestRunFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			after := &recorder{}
 			res := stagetest.Runner{Policy: tc.policy}.Run(t, recs("t", 0, 10, 11, 12, 13),
-				stagetest.Step{Name: "flaky", Stage: tc.stage}, stagetest.Step{Name: "after", Stage: after})
+				stagetest.NamedStage{Name: "flaky", Stage: tc.stage}, stagetest.NamedStage{Name: "after", Stage: after})
 			if got := offsetsOf(res.Outputs); !slices.Equal(got, tc.out) && len(got)+len(tc.out) > 0 {
 				t.Errorf("outputs %v, want %v", got, tc.out)
 			}
@@ -195,7 +195,7 @@ func TestRunForwardsDeadLettersToPolicySink(t *testing.T) {
 	})
 	st := &flaky{bad: 2, boom: -1, failures: 100}
 	res := stagetest.Runner{Policy: stagetest.Policy{DeadLetters: sink}}.Run(t, recs("t", 0, 1, 2, 3),
-		stagetest.Step{Name: "flaky", Stage: st})
+		stagetest.NamedStage{Name: "flaky", Stage: st})
 	if !slices.Equal(sent, []int64{2}) || !slices.Equal(offsetsOf(res.DeadLetters), []int64{2}) {
 		t.Errorf("policy sink got %v, result dead letters %v; want [2] in both", sent, offsetsOf(res.DeadLetters))
 	}
@@ -212,7 +212,7 @@ func (blocker) Process(ctx context.Context, _ []stages.Record) ([]stages.Record,
 func TestRunCancelledMarksNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	res := stagetest.Runner{}.RunContext(ctx, t, recs("t", 0, 1, 2), stagetest.Step{Name: "block", Stage: blocker{}})
+	res := stagetest.Runner{}.RunContext(ctx, t, recs("t", 0, 1, 2), stagetest.NamedStage{Name: "block", Stage: blocker{}})
 	tp := stagetest.Partition{Topic: "t"}
 	if _, ok := res.Marks[tp]; ok {
 		t.Errorf("mark %d after cancellation, want none", res.Marks[tp])
@@ -246,7 +246,7 @@ func TestRunReportsMutatedInputs(t *testing.T) {
 			in := recs("t", 0, 1, 2)
 			in[0].Headers = []stages.Header{{Key: "h", Value: []byte("v")}}
 			var rec recordingT
-			res := stagetest.Run(&rec, in, stagetest.Step{Name: "m", Stage: mutator{how}})
+			res := stagetest.Run(&rec, in, stagetest.NamedStage{Name: "m", Stage: mutator{how}})
 			if len(res.Mutated) != 1 || res.Mutated[0].Offset != 1 || string(res.Mutated[0].Value) != "1" {
 				t.Errorf("Mutated = %v, want record 1 as it was given", res.Mutated)
 			}

@@ -43,11 +43,7 @@ func newRedact(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	if err != nil {
 		return nil, &stages.OptionError{Option: "pattern", Err: err}
 	}
-	log := env.Log
-	if log == nil {
-		log = stages.NopLogger
-	}
-	return &redact{re: re, with: []byte(with), log: log}, nil
+	return &redact{re: re, with: []byte(with), log: env.Log}, nil
 }
 
 // Process redacts each record's value. A null value fails its record for

@@ -23,7 +23,7 @@ func TestRedact(t *testing.T) {
 	// key ordering, one record per batch: the harness checks that no key
 	// runs twice at once and that no mark passes an unfinished record
 	runner := stagetest.Runner{KeyOrdering: true, BatchSize: 1}
-	res := runner.Run(t, in, stagetest.Step{Name: "redact", Stage: st})
+	res := runner.Run(t, in, stagetest.NamedStage{Name: "redact", Stage: st})
 
 	if len(res.Outputs) != 2 || string(res.Outputs[0].Value) != "card ***" || string(res.Outputs[1].Value) != "no number" {
 		t.Errorf("outputs %v", res.Outputs)
@@ -45,7 +45,7 @@ func TestRedactStopsOnNullUnderStopPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := []stages.Record{{Topic: "t", Offset: 0, Value: []byte("x")}, {Topic: "t", Offset: 1}, {Topic: "t", Offset: 2, Value: []byte("y")}}
-	res := stagetest.Runner{Policy: stagetest.Policy{Stop: true}}.Run(t, in, stagetest.Step{Name: "redact", Stage: st})
+	res := stagetest.Runner{Policy: stagetest.Policy{Stop: true}}.Run(t, in, stagetest.NamedStage{Name: "redact", Stage: st})
 	var stop *stages.StoppedError
 	if !errors.As(res.Stopped[stagetest.Partition{Topic: "t"}], &stop) || stop.Offset != 1 {
 		t.Fatalf("stopped %v, want a stop at offset 1", res.Stopped)

@@ -2,9 +2,8 @@
 // to the CommitStore of the batch's generation, retrying transient
 // failures, and never resending a batch the group fenced.
 //
-// It is the engine's: package pipeline wires it, and nothing in it is
-// needed to write a stage (package stages) or to run a pipeline (package
-// pipeline). Its API serves the pipeline and may change.
+// It is internal to the engine: package pipeline wires it, and nothing
+// outside this module can import it.
 package commit
 
 import (

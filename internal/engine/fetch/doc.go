@@ -1,14 +1,14 @@
-// Package fetch is the pipeline's fetch step: one multi-partition Fetch
-// request per broker through a kafka-go Transport, decoded into immutable
-// [Batch]es, and the metadata refresher that tells the coordinator which
-// broker leads each partition.
+// Package fetch is the pipeline's fetch step: multi-partition Fetch
+// requests to each broker on connections of its own (internal/kafkawire,
+// framed with franz-go's kmsg), record batches decoded from the response
+// bytes into immutable [Batch]es, and the metadata refresher that tells
+// the coordinator which broker leads each partition.
 //
 // The coordinator decides what to fetch (an offsets.FetchRequest) and
 // what to do with the answer; this package only talks to Kafka. Every
 // request is answered: a Fetcher returns one PartitionResult per entry,
 // even when the request fails as a whole.
 //
-// It is the engine's: package pipeline wires it, and nothing in it is
-// needed to write a stage (package stages) or to run a pipeline (package
-// pipeline). Its API serves the pipeline and may change.
+// It is internal to the engine: package pipeline wires it, and nothing
+// outside this module can import it.
 package fetch

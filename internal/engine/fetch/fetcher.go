@@ -76,7 +76,7 @@ func (b *Brokers) Addr(id int32) (string, bool) {
 // Set replaces the addresses.
 func (b *Brokers) Set(addrs map[int32]string) { b.m.Store(&addrs) }
 
-// Fetcher turns FetchBatches into Results over connections of its own,
+// Fetcher turns FetchRequests into Results over connections of its own,
 // decoding record batches itself. The Fetcher is shared; each broker's
 // fetch goroutine uses a Stream of its own.
 type Fetcher struct {

@@ -7,8 +7,7 @@
 // dead-letter sink or a stop of that partition), and reports every batch
 // back exactly once, with how far it finished.
 //
-// It is the engine's: package pipeline and package stagetest wire it.
-// Stage authors test their stages with stagetest, which runs this code;
-// nothing here is needed to write a stage or to run a pipeline. Its API
-// serves the pipeline and may change.
+// It is internal to the engine: package pipeline and package stagetest
+// wire it. Stage authors test their stages with stagetest, which runs
+// this code without showing any of it.
 package process

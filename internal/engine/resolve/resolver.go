@@ -3,9 +3,8 @@
 // partitions with batched ListOffsets requests, for the coordinator to
 // turn start requests into positions and to validate committed offsets.
 //
-// It is the engine's: package pipeline wires it, and nothing in it is
-// needed to write a stage (package stages) or to run a pipeline (package
-// pipeline). Its API serves the pipeline and may change.
+// It is internal to the engine: package pipeline wires it, and nothing
+// outside this module can import it.
 package resolve
 
 import (
@@ -27,7 +26,7 @@ const (
 	latest   = -1 // ListOffsets timestamp for the high watermark
 )
 
-// Resolver answers ResolveBatches. It is safe for concurrent use.
+// Resolver answers ResolveRequests. It is safe for concurrent use.
 type Resolver struct {
 	client  *kafkawire.Client
 	timeout time.Duration
