@@ -7,11 +7,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/internal/logging"
 )
 
 // newLogger returns a logger writing to w at the configured level and
-// format (console for people, json for collectors).
-func newLogger(l config.Log, w io.Writer) (*zap.Logger, error) {
+// format (console for people, json for collectors), hiding what r hides
+// (nil: nothing).
+func newLogger(l config.Log, w io.Writer, r *logging.Redactor) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(l.Level)
 	if err != nil {
 		return nil, err
@@ -26,6 +28,6 @@ func newLogger(l config.Log, w io.Writer) (*zap.Logger, error) {
 		ec.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
 		enc = zapcore.NewConsoleEncoder(ec)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)
+	core := r.Core(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level))
 	return zap.New(core, zap.AddStacktrace(zapcore.DPanicLevel)), nil
 }

@@ -104,7 +104,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 			cfg.HTTP.Address = ""
 		}
 	}
-	log, err := newLogger(cfg.Log, c.Stderr)
+	log, err := newLogger(cfg.Log, c.Stderr, cfg.Redactor)
 	if err != nil {
 		return clibase.Failure("log: %v", err)
 	}
@@ -125,7 +125,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	r := &session{cli: c, cfg: cfg, opts: o, log: log, stopRun: func() { why.limit.Store(true); stopRun() }}
 	res, err := r.execute(runCtx)
 	if err != nil && !errors.Is(err, errStoppedPartitions) {
-		return clibase.Failure("%v", explainRunError(ctx, o, cfg, err))
+		return clibase.Failure("%s", cfg.Redactor.Redact(explainRunError(ctx, o, cfg, err).Error()))
 	}
 	reason := "the end of --for"
 	switch {
@@ -136,7 +136,7 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 	case ctx.Err() != nil:
 		reason = "cancellation"
 	}
-	res.print(c.Stderr, reason)
+	res.print(cfg.Redactor.Writer(c.Stderr), reason)
 	if err != nil {
 		return clibase.Failure("%d partition(s) ended stopped (see above): fix the cause, then restart to retry the record, "+
 			"or move the group's offset past it", len(res.stopped))

@@ -191,7 +191,7 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	}
 	if runErr != nil && runErr != errStoppedPartitions {
 		if res.stats.RecordsProcessed > 0 {
-			res.print(r.cli.Stderr, "an error")
+			res.print(r.cfg.Redactor.Writer(r.cli.Stderr), "an error")
 		}
 		return res, runErr
 	}
