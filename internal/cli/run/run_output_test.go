@@ -86,7 +86,7 @@ func TestRunOutputAccountsForEveryRecord(t *testing.T) {
 	}
 	// each dead letter logs one warning: written, or counted in the
 	// "suppressed" of a later one
-	const warning = "record failed; sending it to the dead-letter sink"
+	const warning = "record failed; sending its source record to the dead-letter sink"
 	suppressedRE := regexp.MustCompile(`"suppressed": (\d+)`)
 	written, accounted := 0, 0
 	for _, l := range strings.Split(out, "\n") {
