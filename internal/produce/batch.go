@@ -1,0 +1,159 @@
+package produce
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Kafka's record batch, format v2 (magic 2): a 61-byte header, then the
+// records.
+const (
+	batchHeaderSize = 61
+	offLength       = 8  // int32 batchLength: the bytes after it
+	offLeaderEpoch  = 12 // int32 partitionLeaderEpoch (the broker sets it)
+	offMagic        = 16
+	offCRC          = 17 // uint32 CRC-32C of everything after it
+	offAttributes   = 21
+	offLastDelta    = 23
+	offFirstTS      = 27
+	offMaxTS        = 35
+	offProducerID   = 43
+	offEpoch        = 51
+	offBaseSequence = 53
+	offCount        = 57
+
+	// AttrTransactional marks a batch written inside a transaction.
+	attrTransactional = 0x10
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchEncoder appends records to one v2 record batch in a buffer it
+// reuses from batch to batch. It is not safe for concurrent use. Append
+// does not allocate once the buffer has grown to the size of the largest
+// batch encoded with it.
+type batchEncoder struct {
+	buf     []byte
+	count   int32
+	firstTS int64
+	maxTS   int64
+	attrs   int16
+}
+
+// reset starts a new batch; transactional sets the attribute that marks
+// records of a transaction.
+func (e *batchEncoder) reset(transactional bool) {
+	if cap(e.buf) < batchHeaderSize {
+		e.buf = make([]byte, batchHeaderSize, 16<<10)
+	}
+	e.buf = e.buf[:batchHeaderSize]
+	clear(e.buf)
+	e.count = 0
+	e.attrs = 0
+	if transactional {
+		e.attrs = attrTransactional
+	}
+}
+
+// len is the size of the batch so far, in bytes.
+func (e *batchEncoder) len() int { return len(e.buf) }
+
+// varintLen is the size of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// bytesLen is the encoded size of a length-prefixed field: -1 (null)
+// for nil, so nil and empty stay distinct.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// recordSize is the size of a record's body (after its length varint).
+func recordSize(key, value []byte, headers []stages.Header, tsDelta int64, offDelta int32) int {
+	n := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) + bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
+	for i := range headers {
+		n += varintLen(int64(len(headers[i].Key))) + len(headers[i].Key) + bytesLen(headers[i].Value)
+	}
+	return n
+}
+
+// encodedSize is what a record adds to a batch whose first timestamp is
+// firstTS, at offset delta offDelta.
+func encodedSize(r *stages.Record, ts, firstTS int64, offDelta int32) int {
+	body := recordSize(r.Key, r.Value, r.Headers, ts-firstTS, offDelta)
+	return varintLen(int64(body)) + body
+}
+
+func appendBytes(b, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(b, -1)
+	}
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
+
+// append adds one record with timestamp ts (Unix milliseconds). A nil key,
+// value or header value is written as null (length -1), an empty one as
+// empty.
+func (e *batchEncoder) append(key, value []byte, headers []stages.Header, ts int64) {
+	if e.count == 0 {
+		e.firstTS, e.maxTS = ts, ts
+	}
+	e.maxTS = max(e.maxTS, ts)
+	delta := ts - e.firstTS
+	body := recordSize(key, value, headers, delta, e.count)
+	b := binary.AppendVarint(e.buf, int64(body))
+	b = append(b, 0) // record attributes: unused
+	b = binary.AppendVarint(b, delta)
+	b = binary.AppendVarint(b, int64(e.count))
+	b = appendBytes(b, key)
+	b = appendBytes(b, value)
+	b = binary.AppendVarint(b, int64(len(headers)))
+	for i := range headers {
+		b = binary.AppendVarint(b, int64(len(headers[i].Key)))
+		b = append(b, headers[i].Key...)
+		b = appendBytes(b, headers[i].Value)
+	}
+	e.buf = b
+	e.count++
+}
+
+// finish writes the header for the records appended so far and returns
+// the whole batch. The result is valid until the next reset; stamp may
+// rewrite its producer fields in place.
+func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32) []byte {
+	b := e.buf
+	binary.BigEndian.PutUint64(b, 0) // base offset: the broker assigns it
+	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-offLeaderEpoch))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], math.MaxUint32) // -1
+	b[offMagic] = 2
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(e.attrs))
+	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(max(e.count-1, 0)))
+	binary.BigEndian.PutUint64(b[offFirstTS:], uint64(e.firstTS))
+	binary.BigEndian.PutUint64(b[offMaxTS:], uint64(e.maxTS))
+	binary.BigEndian.PutUint32(b[offCount:], uint32(e.count))
+	stamp(b, producerID, epoch, baseSequence)
+	return b
+}
+
+// stamp rewrites the producer id, epoch and base sequence of an encoded
+// batch and its CRC (a batch re-sent under a new producer identity).
+func stamp(b []byte, producerID int64, epoch int16, baseSequence int32) {
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(producerID))
+	binary.BigEndian.PutUint16(b[offEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(baseSequence))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+}
