@@ -31,8 +31,13 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// sizePrefix is the room before the batch in an encoder's buffer for the
+// int32 size a Produce request's record set starts with (kafka-go's
+// RawRecordSet is sent as is, size included).
+const sizePrefix = 4
+
 // batchEncoder appends records to one v2 record batch in a buffer it
-// reuses from batch to batch. It is not safe for concurrent use. Append
+// reuses from batch to batch, after a 4-byte size prefix. It is not safe for concurrent use. Append
 // does not allocate once the buffer has grown to the size of the largest
 // batch encoded with it.
 type batchEncoder struct {
@@ -46,10 +51,10 @@ type batchEncoder struct {
 // reset starts a new batch; transactional sets the attribute that marks
 // records of a transaction.
 func (e *batchEncoder) reset(transactional bool) {
-	if cap(e.buf) < batchHeaderSize {
-		e.buf = make([]byte, batchHeaderSize, 16<<10)
+	if cap(e.buf) < sizePrefix+batchHeaderSize {
+		e.buf = make([]byte, sizePrefix+batchHeaderSize, 16<<10)
 	}
-	e.buf = e.buf[:batchHeaderSize]
+	e.buf = e.buf[:sizePrefix+batchHeaderSize]
 	clear(e.buf)
 	e.count = 0
 	e.attrs = 0
@@ -59,7 +64,14 @@ func (e *batchEncoder) reset(transactional bool) {
 }
 
 // len is the size of the batch so far, in bytes.
-func (e *batchEncoder) len() int { return len(e.buf) }
+func (e *batchEncoder) len() int { return len(e.buf) - sizePrefix }
+
+// batch is the batch encoded (after finish), without the size prefix.
+func (e *batchEncoder) batch() []byte { return e.buf[sizePrefix:] }
+
+// recordSet is the batch with its size prefix: a Produce request's
+// record set.
+func (e *batchEncoder) recordSet() []byte { return e.buf }
 
 // varintLen is the size of v as a zig-zag varint.
 func varintLen(v int64) int {
@@ -131,11 +143,12 @@ func (e *batchEncoder) append(key, value []byte, headers []stages.Header, ts int
 	e.count++
 }
 
-// finish writes the header for the records appended so far and returns
-// the whole batch. The result is valid until the next reset; stamp may
-// rewrite its producer fields in place.
+// finish writes the header for the records appended so far (and the
+// size prefix) and returns the whole batch. The result is valid until the
+// next reset; stamp may rewrite its producer fields in place.
 func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32) []byte {
-	b := e.buf
+	binary.BigEndian.PutUint32(e.buf, uint32(len(e.buf)-sizePrefix))
+	b := e.buf[sizePrefix:]
 	binary.BigEndian.PutUint64(b, 0) // base offset: the broker assigns it
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-offLeaderEpoch))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], math.MaxUint32) // -1

@@ -402,8 +402,8 @@ func (c *call) stamp(ch *chunk) {
 		ch.st.gen, ch.st.seq = gen, 0
 	}
 	ch.gen = gen
-	if len(ch.enc.buf) > batchHeaderSize && ch.enc.buf[offMagic] == 2 {
-		stamp(ch.enc.buf, pid, epoch, ch.st.seq)
+	if ch.enc.batch()[offMagic] == 2 { // finished: only the producer fields change
+		stamp(ch.enc.batch(), pid, epoch, ch.st.seq)
 		return
 	}
 	ch.enc.finish(pid, epoch, ch.st.seq)
@@ -548,7 +548,7 @@ func (c *call) request(ctx context.Context, chunks []*chunk) {
 		}
 		req.Topics[0].Partitions[i] = rawproduce.RequestPartition{
 			Partition: ch.part,
-			RecordSet: protocol.RawRecordSet{Reader: bytes.NewReader(ch.enc.buf)},
+			RecordSet: protocol.RawRecordSet{Reader: bytes.NewReader(ch.enc.recordSet())},
 		}
 		ch.sent = true
 		ch.attempts++
