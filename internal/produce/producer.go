@@ -731,7 +731,8 @@ func (p *Producer) ensureIdentity(ctx context.Context) error {
 }
 
 // initProducerID gets a producer id and epoch (for a transactional id:
-// the next epoch, fencing older producers) and starts a new identity
+// the next epoch, fencing older producers; an idempotent producer gets
+// a new id) and starts a new identity
 // generation, so every partition's sequence restarts at 0.
 func (p *Producer) initProducerID(ctx context.Context) error {
 	req := &initproducerid.Request{
@@ -739,6 +740,15 @@ func (p *Producer) initProducerID(ctx context.Context) error {
 		TransactionTimeoutMs: int32(p.cfg.TransactionTimeout / time.Millisecond),
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
+	}
+	if p.Transactional() {
+		// Re-initializing (after an abort) names the current id and
+		// epoch (KIP-360): the coordinator bumps the epoch only if
+		// they are still current, so a producer that was fenced
+		// meanwhile cannot take the transactional id back.
+		p.mu.Lock()
+		req.ProducerID, req.ProducerEpoch = p.pid, p.epoch
+		p.mu.Unlock()
 	}
 	var resp *initproducerid.Response
 	err := p.coordinatorCall(ctx, "InitProducerID", func(ctx context.Context) (int16, error) {
