@@ -619,8 +619,15 @@ func (c *call) apply(ch *chunk, code int16) {
 		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
 		return
 	case kafka.InvalidProducerEpoch, kafka.ProducerFenced:
-		if c.p.Transactional() {
+		switch {
+		case c.p.Transactional() && kerr == kafka.ProducerFenced:
 			c.fail(ch, fmt.Errorf("%s: %w (%w)", where, ErrProducerFenced, kerr), code)
+			return
+		case c.p.Transactional():
+			// a stale epoch: fenced by a newer producer, or bumped
+			// by the coordinator after a transaction timeout (KIP-588);
+			// Abort tells them apart
+			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
 			return
 		}
 		c.p.resetIdentity(ch.gen)

@@ -447,7 +447,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 // coordinator moves and loads (the transport finds the coordinator
 // again on every request), time-outs and network errors up to
 // MaxAttempts, CONCURRENT_TRANSACTIONS (a previous transaction is still
-// completing) with a short backoff until ctx ends. A stale epoch is
+// completing) with a short backoff until ctx ends. PRODUCER_FENCED is
 // ErrProducerFenced; any other code is returned as a kafka.Error.
 func (p *Producer) coordinatorCall(ctx context.Context, op string, send func(context.Context) (int16, error)) error {
 	backoff := p.cfg.RetryBackoff
@@ -471,7 +471,10 @@ func (p *Producer) coordinatorCall(ctx context.Context, op string, send func(con
 				attempts-- // not a failure: wait as long as ctx allows
 			case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress,
 				kafka.RequestTimedOut, kafka.NetworkException, kafka.UnstableOffsetCommit:
-			case kafka.InvalidProducerEpoch, kafka.ProducerFenced, kafka.TransactionCoordinatorFenced:
+			case kafka.ProducerFenced, kafka.TransactionCoordinatorFenced:
+				// (INVALID_PRODUCER_EPOCH is not fencing since KIP-588:
+				// an epoch the coordinator bumped after a transaction
+				// timeout; Abort recovers from it)
 				return fmt.Errorf("%s: %w (%w)", op, ErrProducerFenced, ke)
 			default:
 				return fmt.Errorf("%s: %w", op, ke)

@@ -194,11 +194,10 @@ func TestTransactionFencing(t *testing.T) {
 }
 
 // TestTransactionFencedProduce: a zombie's Produce after the fencing
-// fails, and the zombie learns it is fenced at the latest when it ends
-// the transaction. (Apache Kafka answers the produce with
-// INVALID_PRODUCER_EPOCH, which is ErrProducerFenced at once; kfake
-// answers INVALID_TXN_STATE, an abortable error, so the fencing shows at
-// Abort.)
+// fails (kfake answers INVALID_TXN_STATE, Apache Kafka
+// INVALID_PRODUCER_EPOCH: both abortable, since a stale epoch can also be
+// a transaction timeout), and the zombie learns it is fenced when it
+// aborts: the coordinator answers PRODUCER_FENCED.
 func TestTransactionFencedProduce(t *testing.T) {
 	c := kafkatest.New(t, 1)
 	c.CreateTopic(t, "out", 1)
@@ -314,6 +313,75 @@ func TestTransactionProduceFailureIsAbortable(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := values(consume(t, c.Addrs, "out", 20, true)); !slices.Equal(got, wantValues("ok", 20)) {
+		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// TestTransactionRetriesCoordinatorErrors: the coordinator errors the
+// protocol says to retry (a coordinator that moved or is loading, a
+// previous transaction still completing) are retried, and the
+// transaction commits.
+func TestTransactionRetriesCoordinatorErrors(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	faults := []kfake.Fault{
+		{Keys: []kmsg.Key{kmsg.InitProducerID}, TxnID: "tx-retry", TopLevel: true, Err: kerr.CoordinatorLoadInProgress, Count: 1},
+		{Keys: []kmsg.Key{kmsg.AddPartitionsToTxn}, TxnID: "tx-retry", Err: kerr.ConcurrentTransactions, Count: 2},
+		{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "tx-retry", TopLevel: true, Err: kerr.NotCoordinator, Count: 1},
+		{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: "tx-retry", TopLevel: true, Err: kerr.ConcurrentTransactions, Count: 1},
+	}
+	h := c.Cluster.Fault(faults...)
+	defer h.Remove()
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-retry", RetryBackoff: 5 * time.Millisecond})
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("r", 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.Hits() != 5 {
+		t.Fatalf("the faults answered %d requests, want 5", h.Hits())
+	}
+	if got := values(consume(t, c.Addrs, "out", 4, true)); !slices.Equal(got, wantValues("r", 4)) {
+		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// TestTransactionTimeout: a transaction left open past its timeout is
+// aborted by the coordinator, which bumps the epoch: the late Commit
+// fails (kfake, like Kafka's coordinator, answers PRODUCER_FENCED), none
+// of its records is visible, and a new producer with the same
+// transactional id carries on.
+func TestTransactionTimeout(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-timeout", TransactionTimeout: 200 * time.Millisecond})
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("late", 5)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	if err := p.Commit(ctx); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("commit after the transaction timed out: %v, want ErrProducerFenced", err)
+	}
+	next := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-timeout"})
+	if err := next.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.ForTopic("out").Produce(ctx, numbered("next", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(consume(t, c.Addrs, "out", 2, true)); !slices.Equal(got, wantValues("next", 2)) {
 		t.Fatalf("read_committed read %v", got)
 	}
 }
