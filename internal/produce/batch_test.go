@@ -241,3 +241,20 @@ func BenchmarkEncode(b *testing.B) {
 		n++
 	}
 }
+
+func TestNextSequenceWraps(t *testing.T) {
+	tests := []struct {
+		seq  int32
+		n    int
+		want int32
+	}{
+		{0, 5, 5},
+		{1<<31 - 1, 1, 0},
+		{1<<31 - 3, 5, 2},
+	}
+	for _, tt := range tests {
+		if got := nextSequence(tt.seq, tt.n); got != tt.want {
+			t.Errorf("nextSequence(%d, %d) = %d, want %d", tt.seq, tt.n, got, tt.want)
+		}
+	}
+}

@@ -602,7 +602,7 @@ func (c *call) apply(ch *chunk, code int16) {
 	case 0, kafka.DuplicateSequenceNumber:
 		// DUPLICATE_SEQUENCE_NUMBER: an earlier attempt of this very
 		// batch was written (Kafka's clients treat it as success)
-		ch.st.seq += int32(ch.n)
+		ch.st.seq = nextSequence(ch.st.seq, ch.n)
 		ch.pending = false
 		ch.err = nil
 		return
@@ -634,8 +634,13 @@ func (c *call) apply(ch *chunk, code int16) {
 		ch.sent = false // refused, not written
 		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
 		return
-	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic, kafka.ClusterAuthorizationFailed, kafka.TransactionalIDAuthorizationFailed:
+	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
 		c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
+		return
+	case kafka.ClusterAuthorizationFailed, kafka.TransactionalIDAuthorizationFailed:
+		// no permission to write idempotently or with this
+		// transactional id: nothing the caller retries fixes it
+		c.fail(ch, &FatalError{Err: fmt.Errorf("%s: %w (check the client's permissions: IDEMPOTENT_WRITE on the cluster, or WRITE on the transactional id)", where, kerr)}, code)
 		return
 	case kafka.UnknownTopicOrPartition:
 		if ch.attempts >= c.p.cfg.MaxAttempts {
@@ -703,6 +708,12 @@ func (c *call) result() error {
 		return stages.Permanent(errors.Join(errs...))
 	}
 	return errors.Join(errs...)
+}
+
+// nextSequence is the sequence after n records from seq: sequences wrap
+// from the largest int32 to 0, as Kafka's do.
+func nextSequence(seq int32, n int) int32 {
+	return int32((int64(seq) + int64(n)) % (1 << 31))
 }
 
 // resetIdentity makes the next batch renew an idempotent producer's id,

@@ -308,12 +308,14 @@ func TestProduceErrorClassification(t *testing.T) {
 		records   []stages.Record
 		permanent bool
 		sink      bool
+		fatal     bool
 	}{
 		{name: "record too large for a batch", topic: "errs", records: []stages.Record{{Value: make([]byte, 5000)}}, permanent: true},
 		{name: "broker says MESSAGE_TOO_LARGE", topic: "errs", fault: kerr.MessageTooLarge, records: numbered("x", 3), permanent: true},
 		{name: "broker says INVALID_RECORD", topic: "errs", fault: kerr.InvalidRecord, records: numbered("x", 3), permanent: true},
 		{name: "no permission for the topic", topic: "errs", fault: kerr.TopicAuthorizationFailed, records: numbered("x", 3), sink: true},
 		{name: "topic does not exist", topic: "missing", records: numbered("x", 3), sink: true},
+		{name: "no permission to write idempotently", topic: "errs", fault: kerr.ClusterAuthorizationFailed, records: numbered("x", 3), fatal: true},
 		{name: "not enough replicas, every attempt", topic: "errs", fault: kerr.NotEnoughReplicas, records: numbered("x", 3)},
 	}
 	for _, tt := range tests {
@@ -327,8 +329,10 @@ func TestProduceErrorClassification(t *testing.T) {
 				t.Fatal("no error")
 			}
 			var sink *SinkError
-			if stages.IsPermanent(err) != tt.permanent || errors.As(err, &sink) != tt.sink {
-				t.Fatalf("error %v: permanent %v sink %v, want %v %v", err, stages.IsPermanent(err), errors.As(err, &sink), tt.permanent, tt.sink)
+			var fatal *FatalError
+			if stages.IsPermanent(err) != tt.permanent || errors.As(err, &sink) != tt.sink || errors.As(err, &fatal) != tt.fatal {
+				t.Fatalf("error %v: permanent %v sink %v fatal %v, want %v %v %v", err, stages.IsPermanent(err), errors.As(err, &sink),
+					errors.As(err, &fatal), tt.permanent, tt.sink, tt.fatal)
 			}
 			if tt.fault != nil && !errors.Is(err, kafka.Error(tt.fault.Code)) {
 				t.Fatalf("error %v does not wrap %v", err, tt.fault)
