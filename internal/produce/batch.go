@@ -2,6 +2,7 @@ package produce
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math"
 
@@ -41,11 +42,15 @@ const sizePrefix = 4
 // does not allocate once the buffer has grown to the size of the largest
 // batch encoded with it.
 type batchEncoder struct {
-	buf     []byte
-	count   int32
-	firstTS int64
-	maxTS   int64
-	attrs   int16
+	buf      []byte // size prefix, header, uncompressed records
+	out      []byte // size prefix, header, compressed records
+	frame    []byte // the finished batch with its prefix: buf or out
+	codec    Compression
+	count    int32
+	firstTS  int64
+	maxTS    int64
+	attrs    int16
+	finished bool
 }
 
 // reset starts a new batch; transactional sets the attribute that marks
@@ -61,17 +66,24 @@ func (e *batchEncoder) reset(transactional bool) {
 	if transactional {
 		e.attrs = attrTransactional
 	}
+	e.codec = CompressionNone
+	e.finished = false
+	e.frame = nil
 }
+
+// compressWith makes finish compress the records with codec (the batch
+// started by reset).
+func (e *batchEncoder) compressWith(codec Compression) { e.codec = codec }
 
 // len is the size of the batch so far, in bytes.
 func (e *batchEncoder) len() int { return len(e.buf) - sizePrefix }
 
 // batch is the batch encoded (after finish), without the size prefix.
-func (e *batchEncoder) batch() []byte { return e.buf[sizePrefix:] }
+func (e *batchEncoder) batch() []byte { return e.frame[sizePrefix:] }
 
 // recordSet is the batch with its size prefix: a Produce request's
 // record set.
-func (e *batchEncoder) recordSet() []byte { return e.buf }
+func (e *batchEncoder) recordSet() []byte { return e.frame }
 
 // varintLen is the size of v as a zig-zag varint.
 func varintLen(v int64) int {
@@ -146,20 +158,34 @@ func (e *batchEncoder) append(key, value []byte, headers []stages.Header, ts int
 // finish writes the header for the records appended so far (and the
 // size prefix) and returns the whole batch. The result is valid until the
 // next reset; stamp may rewrite its producer fields in place.
-func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32) []byte {
-	binary.BigEndian.PutUint32(e.buf, uint32(len(e.buf)-sizePrefix))
-	b := e.buf[sizePrefix:]
+func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32) ([]byte, error) {
+	e.frame = e.buf
+	attrs := e.attrs
+	if e.codec != CompressionNone && e.count > 0 {
+		// room for the prefix and header (written below), then the
+		// records compressed
+		out := append(e.out[:0], e.buf[:sizePrefix+batchHeaderSize]...)
+		out, err := compress(out, e.buf[sizePrefix+batchHeaderSize:], e.codec)
+		if err != nil {
+			return nil, fmt.Errorf("%s compression: %w", e.codec, err)
+		}
+		e.out, e.frame = out, out
+		attrs |= int16(e.codec)
+	}
+	binary.BigEndian.PutUint32(e.frame, uint32(len(e.frame)-sizePrefix))
+	b := e.frame[sizePrefix:]
 	binary.BigEndian.PutUint64(b, 0) // base offset: the broker assigns it
 	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-offLeaderEpoch))
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], math.MaxUint32) // -1
 	b[offMagic] = 2
-	binary.BigEndian.PutUint16(b[offAttributes:], uint16(e.attrs))
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(attrs))
 	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(max(e.count-1, 0)))
 	binary.BigEndian.PutUint64(b[offFirstTS:], uint64(e.firstTS))
 	binary.BigEndian.PutUint64(b[offMaxTS:], uint64(e.maxTS))
 	binary.BigEndian.PutUint32(b[offCount:], uint32(e.count))
 	stamp(b, producerID, epoch, baseSequence)
-	return b
+	e.finished = true
+	return b, nil
 }
 
 // stamp rewrites the producer id, epoch and base sequence of an encoded

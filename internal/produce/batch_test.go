@@ -15,12 +15,21 @@ import (
 
 // encodeBatch encodes records into one batch.
 func encodeBatch(records []stages.Record, txn bool, pid int64, epoch int16, seq int32) []byte {
+	return encodeCompressed(records, txn, pid, epoch, seq, CompressionNone)
+}
+
+func encodeCompressed(records []stages.Record, txn bool, pid int64, epoch int16, seq int32, codec Compression) []byte {
 	var e batchEncoder
 	e.reset(txn)
+	e.compressWith(codec)
 	for i := range records {
 		e.append(records[i].Key, records[i].Value, records[i].Headers, records[i].Timestamp.UnixMilli())
 	}
-	return bytes.Clone(e.finish(pid, epoch, seq))
+	b, err := e.finish(pid, epoch, seq)
+	if err != nil {
+		panic(err)
+	}
+	return bytes.Clone(b)
 }
 
 // sameRecords fails unless got holds want's keys, values, headers and
@@ -84,49 +93,57 @@ func TestEncodeDecodes(t *testing.T) {
 		}, false},
 		{"large value (multi-byte varints)", []stages.Record{{Key: bytes.Repeat([]byte("k"), 300), Value: bytes.Repeat([]byte("v"), 70000), Timestamp: t0}}, true},
 	}
+	codecs := []Compression{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			raw := encodeBatch(tt.records, tt.txn, 42, 7, 1000)
-			got, err := fetch.Decode("t", 3, raw)
-			if err != nil {
-				t.Fatalf("fetch decoder: %v", err)
-			}
-			sameRecords(t, got, tt.records)
-			for i, r := range got {
-				if r.Offset != int64(i) || r.Topic != "t" || r.Partition != 3 {
-					t.Fatalf("record %d at %s/%d@%d", i, r.Topic, r.Partition, r.Offset)
-				}
-			}
-			// the header, read by franz-go's kmsg
-			var b kmsg.RecordBatch
-			if err := b.ReadFrom(raw); err != nil {
-				t.Fatalf("kmsg: %v", err)
-			}
-			wantAttrs := int16(0)
-			if tt.txn {
-				wantAttrs = 0x10
-			}
-			maxTS := tt.records[0].Timestamp.UnixMilli()
-			for _, r := range tt.records {
-				maxTS = max(maxTS, r.Timestamp.UnixMilli())
-			}
-			switch {
-			case b.Magic != 2, b.FirstOffset != 0, b.PartitionLeaderEpoch != -1:
-				t.Fatalf("magic %d, first offset %d, leader epoch %d", b.Magic, b.FirstOffset, b.PartitionLeaderEpoch)
-			case int(b.Length) != len(raw)-12:
-				t.Fatalf("length %d for %d bytes", b.Length, len(raw))
-			case b.CRC != int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))):
-				t.Fatal("CRC mismatch")
-			case b.Attributes != wantAttrs:
-				t.Fatalf("attributes %#x, want %#x", b.Attributes, wantAttrs)
-			case b.ProducerID != 42 || b.ProducerEpoch != 7 || b.FirstSequence != 1000:
-				t.Fatalf("producer %d epoch %d sequence %d", b.ProducerID, b.ProducerEpoch, b.FirstSequence)
-			case b.NumRecords != int32(len(tt.records)) || b.LastOffsetDelta != int32(len(tt.records)-1):
-				t.Fatalf("%d records, last delta %d", b.NumRecords, b.LastOffsetDelta)
-			case b.FirstTimestamp != tt.records[0].Timestamp.UnixMilli() || b.MaxTimestamp != maxTS:
-				t.Fatalf("timestamps first %d max %d, want %d %d", b.FirstTimestamp, b.MaxTimestamp, tt.records[0].Timestamp.UnixMilli(), maxTS)
-			}
-		})
+		for _, codec := range codecs {
+			t.Run(tt.name+"/"+codec.String(), func(t *testing.T) { checkEncoded(t, tt.records, tt.txn, codec) })
+		}
+	}
+}
+
+// checkEncoded encodes records and checks them with the fetch decoder
+// and every header field with franz-go's kmsg.
+func checkEncoded(t *testing.T, records []stages.Record, txn bool, codec Compression) {
+	t.Helper()
+	raw := encodeCompressed(records, txn, 42, 7, 1000, codec)
+	got, err := fetch.Decode("t", 3, raw)
+	if err != nil {
+		t.Fatalf("fetch decoder: %v", err)
+	}
+	sameRecords(t, got, records)
+	for i, r := range got {
+		if r.Offset != int64(i) || r.Topic != "t" || r.Partition != 3 {
+			t.Fatalf("record %d at %s/%d@%d", i, r.Topic, r.Partition, r.Offset)
+		}
+	}
+	// the header, read by franz-go's kmsg
+	var b kmsg.RecordBatch
+	if err := b.ReadFrom(raw); err != nil {
+		t.Fatalf("kmsg: %v", err)
+	}
+	wantAttrs := int16(codec)
+	if txn {
+		wantAttrs |= 0x10
+	}
+	maxTS := records[0].Timestamp.UnixMilli()
+	for _, r := range records {
+		maxTS = max(maxTS, r.Timestamp.UnixMilli())
+	}
+	switch {
+	case b.Magic != 2, b.FirstOffset != 0, b.PartitionLeaderEpoch != -1:
+		t.Fatalf("magic %d, first offset %d, leader epoch %d", b.Magic, b.FirstOffset, b.PartitionLeaderEpoch)
+	case int(b.Length) != len(raw)-12:
+		t.Fatalf("length %d for %d bytes", b.Length, len(raw))
+	case b.CRC != int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))):
+		t.Fatal("CRC mismatch")
+	case b.Attributes != wantAttrs:
+		t.Fatalf("attributes %#x, want %#x", b.Attributes, wantAttrs)
+	case b.ProducerID != 42 || b.ProducerEpoch != 7 || b.FirstSequence != 1000:
+		t.Fatalf("producer %d epoch %d sequence %d", b.ProducerID, b.ProducerEpoch, b.FirstSequence)
+	case b.NumRecords != int32(len(records)) || b.LastOffsetDelta != int32(len(records)-1):
+		t.Fatalf("%d records, last delta %d", b.NumRecords, b.LastOffsetDelta)
+	case b.FirstTimestamp != records[0].Timestamp.UnixMilli() || b.MaxTimestamp != maxTS:
+		t.Fatalf("timestamps first %d max %d, want %d %d", b.FirstTimestamp, b.MaxTimestamp, records[0].Timestamp.UnixMilli(), maxTS)
 	}
 }
 
@@ -179,7 +196,8 @@ func TestEncodeDecodesProperty(t *testing.T) {
 				recs[i].Headers = append(recs[i].Headers, stages.Header{Key: rapid.String().Draw(t, "hkey"), Value: genBytes().Draw(t, "hvalue")})
 			}
 		}
-		raw := encodeBatch(recs, rapid.Bool().Draw(t, "txn"), rapid.Int64Range(-1, 1<<40).Draw(t, "pid"), 0, 0)
+		codec := Compression(rapid.IntRange(0, 4).Draw(t, "codec"))
+		raw := encodeCompressed(recs, rapid.Bool().Draw(t, "txn"), rapid.Int64Range(-1, 1<<40).Draw(t, "pid"), 0, 0, codec)
 		got, err := fetch.Decode("t", 0, raw)
 		if err != nil {
 			t.Fatalf("fetch decoder: %v", err)
@@ -200,45 +218,57 @@ func TestEncodeDecodesProperty(t *testing.T) {
 }
 
 // TestEncodeDoesNotAllocate: appending to a grown encoder allocates
-// nothing.
+// nothing, and neither does finishing the batch uncompressed or with
+// snappy or zstd.
 func TestEncodeDoesNotAllocate(t *testing.T) {
 	key, value := []byte("user-12345"), bytes.Repeat([]byte("x"), 200)
 	hdrs := []stages.Header{{Key: "source", Value: []byte("orders")}}
-	var e batchEncoder
-	e.reset(true)
-	for range 500 {
-		e.append(key, value, hdrs, 1)
-	}
-	allocs := testing.AllocsPerRun(20, func() {
-		e.reset(true)
-		for range 500 {
-			e.append(key, value, hdrs, 1)
+	for _, codec := range []Compression{CompressionNone, CompressionSnappy, CompressionZstd} {
+		var e batchEncoder
+		run := func() {
+			e.reset(true)
+			e.compressWith(codec)
+			for range 500 {
+				e.append(key, value, hdrs, 1)
+			}
+			if _, err := e.finish(1, 0, 0); err != nil {
+				t.Fatal(err)
+			}
 		}
-		e.finish(1, 0, 0)
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per batch of 500 records", allocs)
+		run()
+		if allocs := testing.AllocsPerRun(20, run); allocs != 0 {
+			t.Errorf("%s: %v allocations per batch of 500 records", codec, allocs)
+		}
 	}
 }
 
 // BenchmarkEncode is the cost of encoding one record (a 10-byte key, a
-// 200-byte value, one header) into a batch of 500, CRC included.
+// 200-byte value, one header) into a batch of 500, CRC and compression
+// included.
 func BenchmarkEncode(b *testing.B) {
 	key, value := []byte("user-12345"), bytes.Repeat([]byte("x"), 200)
 	hdrs := []stages.Header{{Key: "source", Value: []byte("orders")}}
-	var e batchEncoder
-	e.reset(true)
-	b.ReportAllocs()
-	b.SetBytes(int64(len(key) + len(value)))
-	n := 0
-	for b.Loop() {
-		if n == 500 {
-			e.finish(1, 0, 0)
+	for _, codec := range []Compression{CompressionNone, CompressionLZ4, CompressionZstd} {
+		b.Run(codec.String(), func(b *testing.B) {
+			var e batchEncoder
 			e.reset(true)
-			n = 0
-		}
-		e.append(key, value, hdrs, int64(n))
-		n++
+			e.compressWith(codec)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(key) + len(value)))
+			n := 0
+			for b.Loop() {
+				if n == 500 {
+					if _, err := e.finish(1, 0, 0); err != nil {
+						b.Fatal(err)
+					}
+					e.reset(true)
+					e.compressWith(codec)
+					n = 0
+				}
+				e.append(key, value, hdrs, int64(n))
+				n++
+			}
+		})
 	}
 }
 

@@ -46,6 +46,9 @@ type Config struct {
 	// RequestTimeout is the time the broker may take to replicate a
 	// batch (the Produce request's timeout). Default 30s.
 	RequestTimeout time.Duration
+	// Compression is the codec of every batch; default none.
+	// MaxBatchBytes bounds a batch before compression.
+	Compression Compression
 }
 
 func (c Config) withDefaults() Config {
@@ -364,6 +367,7 @@ func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
 	}
 	e := ch.enc
 	e.reset(txn)
+	e.compressWith(c.p.cfg.Compression)
 	limit := c.p.cfg.MaxBatchBytes
 	n := 0
 	for _, i := range ch.recs {
@@ -390,23 +394,23 @@ func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
 	ch.pending = true
 	ch.sent = false
 	ch.attempts = 0
-	c.stamp(ch)
-	return nil
+	return c.stamp(ch)
 }
 
 // stamp (re)writes the chunk's producer fields for the current identity;
 // a partition whose sequence belongs to an older identity restarts at 0.
-func (c *call) stamp(ch *chunk) {
+func (c *call) stamp(ch *chunk) error {
 	pid, epoch, gen := c.p.identity()
 	if ch.st.gen != gen {
 		ch.st.gen, ch.st.seq = gen, 0
 	}
 	ch.gen = gen
-	if ch.enc.batch()[offMagic] == 2 { // finished: only the producer fields change
+	if ch.enc.finished { // only the producer fields change
 		stamp(ch.enc.batch(), pid, epoch, ch.st.seq)
-		return
+		return nil
 	}
-	ch.enc.finish(pid, epoch, ch.st.seq)
+	_, err := ch.enc.finish(pid, epoch, ch.st.seq)
+	return err
 }
 
 // send writes every chunk, retrying transient failures with the same
@@ -544,7 +548,7 @@ func (c *call) request(ctx context.Context, chunks []*chunk) {
 			// never sent under its identity (or refused): restamp. A
 			// batch that went out keeps its identity and sequence
 			// until it is acknowledged or given up.
-			c.stamp(ch)
+			_ = c.stamp(ch) // finished already: restamping cannot fail
 		}
 		req.Topics[0].Partitions[i] = rawproduce.RequestPartition{
 			Partition: ch.part,

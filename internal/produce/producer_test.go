@@ -102,31 +102,37 @@ func wantValues(prefix string, n int) []string {
 
 // TestProduceRoundTripWithKgo: records written by our producer read back
 // with franz-go's consumer unchanged: key, value, headers, timestamp,
-// null and empty kept apart.
+// null and empty kept apart; with every codec.
 func TestProduceRoundTripWithKgo(t *testing.T) {
 	c := kafkatest.New(t, 1)
-	c.CreateTopic(t, "rt", 1)
-	p := New(newWire(t, c.Addrs), Config{})
 	t0 := time.UnixMilli(1_700_000_000_000)
 	recs := []stages.Record{
 		{Key: []byte("k"), Value: []byte("v"), Timestamp: t0, Headers: []stages.Header{{Key: "h", Value: []byte("1")}, {Key: "n", Value: nil}, {Key: "e", Value: []byte{}}}},
 		{Key: []byte{}, Value: nil, Timestamp: t0.Add(time.Second)},
 		{Key: []byte("k2"), Value: []byte{}, Timestamp: t0.Add(-time.Minute)},
+		{Key: []byte("big"), Value: bytes.Repeat([]byte("compressible "), 1000), Timestamp: t0},
 	}
 	ctx := context.Background()
-	if err := p.ForTopic("rt").Produce(ctx, recs); err != nil {
-		t.Fatal(err)
-	}
-	got := consume(t, c.Addrs, "rt", len(recs), false)
-	sameRecords(t, asRecords(got), recs)
-	// a zero timestamp is the time of the call
-	before := time.Now().Truncate(time.Millisecond)
-	if err := p.ForTopic("rt").Produce(ctx, []stages.Record{{Value: []byte("now")}}); err != nil {
-		t.Fatal(err)
-	}
-	got = consume(t, c.Addrs, "rt", len(recs)+1, false)
-	if ts := got[len(recs)].Timestamp; ts.Before(before) || ts.After(time.Now()) {
-		t.Fatalf("zero timestamp written as %v, want the time of the call (%v)", ts, before)
+	for _, codec := range []Compression{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			topic := "rt-" + codec.String()
+			c.CreateTopic(t, topic, 1)
+			p := New(newWire(t, c.Addrs), Config{Compression: codec})
+			if err := p.ForTopic(topic).Produce(ctx, recs); err != nil {
+				t.Fatal(err)
+			}
+			got := consume(t, c.Addrs, topic, len(recs), false)
+			sameRecords(t, asRecords(got), recs)
+			// a zero timestamp is the time of the call
+			before := time.Now().Truncate(time.Millisecond)
+			if err := p.ForTopic(topic).Produce(ctx, []stages.Record{{Value: []byte("now")}}); err != nil {
+				t.Fatal(err)
+			}
+			got = consume(t, c.Addrs, topic, len(recs)+1, false)
+			if ts := got[len(recs)].Timestamp; ts.Before(before) || ts.After(time.Now()) {
+				t.Fatalf("zero timestamp written as %v, want the time of the call (%v)", ts, before)
+			}
+		})
 	}
 }
 
