@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -323,6 +325,8 @@ func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets 
 		TransactionalID: p.cfg.TransactionalID, GroupID: member.Group, ProducerID: pid, ProducerEpoch: epoch,
 		GenerationID: member.Generation, MemberID: member.MemberID, GroupInstanceID: member.InstanceID,
 	}
+	offsets = slices.Clone(offsets)
+	slices.SortStableFunc(offsets, func(a, b Offset) int { return strings.Compare(a.Topic, b.Topic) })
 	for _, o := range offsets {
 		i := len(req.Topics) - 1
 		if i < 0 || req.Topics[i].Name != o.Topic {

@@ -385,3 +385,56 @@ func TestTransactionTimeout(t *testing.T) {
 		t.Fatalf("read_committed read %v", got)
 	}
 }
+
+// TestCommitWaitsForProduce: Commit waits for a Produce under way (the
+// broker holds its request back) and commits its records; a Produce
+// that starts while the commit is under way is refused with
+// ErrNotInTransaction rather than slipping into the next transaction.
+func TestCommitWaitsForProduce(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	started := make(chan struct{}, 1)
+	c.Intercept(t, kmsg.Produce, func(_ int32, _ kmsg.Request) kafkatest.Action {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		return kafkatest.Action{Delay: 300 * time.Millisecond}
+	})
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-wait"})
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produced := make(chan error, 1)
+	go func() { produced <- p.ForTopic("out").Produce(ctx, numbered("slow", 10)) }()
+	<-started
+	committed := make(chan error, 1)
+	go func() { committed <- p.Commit(ctx) }()
+	// the commit is waiting for the produce: new calls are refused
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		ending := p.txn.state == txnEnding
+		p.mu.Unlock()
+		if ending {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Commit did not start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("late", 1)); !errors.Is(err, ErrNotInTransaction) {
+		t.Fatalf("produce during the commit: %v, want ErrNotInTransaction", err)
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
+	}
+	if got := values(consume(t, c.Addrs, "out", 10, true)); !slices.Equal(got, wantValues("slow", 10)) {
+		t.Fatalf("read_committed read %v", got)
+	}
+}
