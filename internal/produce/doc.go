@@ -8,7 +8,7 @@
 //
 //   - Ours: the record batches (format v2, encoded by batchEncoder into
 //     reused buffers, CRC-32C, transactional attribute, null distinct
-//     from empty); partitioning (FNV-1a as kafka-go's Hash balancer, so
+//     from empty, optionally compressed: Config.Compression); partitioning (FNV-1a as kafka-go's Hash balancer, so
 //     keys keep the partitions the kafka-go Writer gave them); the
 //     per-partition sequence numbers and their retry rules; the
 //     transaction state machine and every retry or classification rule
@@ -30,6 +30,9 @@
 // UNKNOWN_PRODUCER_ID (the broker lost the producer's state) renew the
 // producer id and send the refused batch again; DUPLICATE_SEQUENCE_NUMBER
 // is success.
+//
+// The transport's metadata cache must know every topic written (a
+// kafka.Transport with MetadataTopics set knows only those).
 //
 // Transactions: Begin (the first initializes, fencing older producers of
 // the same transactional id), Produce (partitions are added to the

@@ -19,10 +19,11 @@ import (
 // joinGroup joins group as a kgo consumer of topic (no auto-commit) and
 // returns the member the group coordinator knows; the member leaves when
 // the test ends.
-func joinGroup(t *testing.T, addrs []string, group, topic string) GroupMember {
+func joinGroup(t *testing.T, addrs []string, group, topic string, extra ...kgo.Opt) GroupMember {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.SessionTimeout(6 * time.Second)}, extra...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,5 +437,47 @@ func TestCommitWaitsForProduce(t *testing.T) {
 	}
 	if got := values(consume(t, c.Addrs, "out", 10, true)); !slices.Equal(got, wantValues("slow", 10)) {
 		t.Fatalf("read_committed read %v", got)
+	}
+}
+
+// TestTransactionStaticMember: a static member's offsets commit with its
+// group instance id; offsets naming another instance id are refused as
+// a stale member (FENCED_INSTANCE_ID).
+func TestTransactionStaticMember(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "in", 1)
+	c.CreateTopic(t, "out", 1)
+	member := joinGroup(t, c.Addrs, "static", "in", kgo.InstanceID("instance-1"))
+	member.InstanceID = "instance-1"
+	ctx := context.Background()
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-static"})
+	for _, tt := range []struct {
+		instance string
+		stale    bool
+	}{{"instance-2", true}, {"instance-1", false}} {
+		if err := p.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		m := member
+		m.InstanceID = tt.instance
+		err := p.SendOffsets(ctx, m, []Offset{{Topic: "in", Partition: 0, Offset: 7, LeaderEpoch: -1}})
+		if tt.stale {
+			if !errors.Is(err, ErrStaleMember) {
+				t.Fatalf("offsets of instance %s: %v, want ErrStaleMember", tt.instance, err)
+			}
+			if err := p.Abort(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if at, _, ok := committedOffsets(t, c, "static", "in"); !ok || at != 7 {
+		t.Fatalf("committed offset %d (found %v), want 7", at, ok)
 	}
 }
