@@ -447,3 +447,39 @@ func BenchmarkProduce(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/record")
 	})
 }
+
+// TestAbandonedBatchRenewsIdentity: a batch given up on (ctx ended while
+// the broker still held it) may be written later; the next call must
+// not reuse its sequence number, or the broker would take the next
+// batch for a duplicate and drop it. Both calls' records end up written.
+func TestAbandonedBatchRenewsIdentity(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "abandon", 1)
+	p := New(newWire(t, c.Addrs), Config{})
+	ctx := context.Background()
+	if err := p.ForTopic("abandon").Produce(ctx, numbered("first", 1)); err != nil {
+		t.Fatal(err)
+	}
+	pid1, _, _ := p.identity()
+	c.Intercept(t, kmsg.Produce, func(int32, kmsg.Request) kafkatest.Action {
+		return kafkatest.Action{Delay: 300 * time.Millisecond}
+	})
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := p.ForTopic("abandon").Produce(short, numbered("late", 5))
+	cancel()
+	if err == nil {
+		t.Fatal("produce with a 50ms deadline against a 300ms broker succeeded")
+	}
+	if err := p.ForTopic("abandon").Produce(ctx, numbered("next", 5)); err != nil {
+		t.Fatal(err)
+	}
+	if pid2, _, _ := p.identity(); pid2 == pid1 {
+		t.Fatal("producer id kept after abandoning a batch that was sent")
+	}
+	got := values(consume(t, c.Addrs, "abandon", 11, false))
+	want := slices.Concat(wantValues("first", 1), wantValues("late", 5), wantValues("next", 5))
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
