@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -371,4 +372,17 @@ func bytesString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// Decode returns the records of raw (whole v2 record batches, compressed
+// or not, as a fetch response holds them) for topic and partition, as the
+// fetch path decodes them: control batches skipped, no transaction
+// filtering (read_uncommitted). It exists so that code writing batches
+// (the producer) can check itself against the decoder that reads them.
+func Decode(topic string, partition int32, raw []byte) ([]stages.Record, error) {
+	cs := newCodecs()
+	defer cs.close()
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: partition}
+	recs, _, _, _, err := decodeRecords(tp, raw, 0, &room{left: math.MaxInt64}, nil, cs)
+	return recs, err
 }
