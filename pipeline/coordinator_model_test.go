@@ -453,14 +453,14 @@ func (m *model) Garbage(t *rapid.T) {
 	before := m.snap()
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	pos, _ := offsets.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
-	fb := offsets.NewFetchRequest(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsets.FetchEntry{{Partition: tp, Position: pos}})
+	fb := offsets.NewFetchRequest(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsets.FetchEntry{{Partition: tp, Position: pos, LeaderEpoch: -1}})
 	switch rapid.IntRange(0, 3).Draw(t, "garbage") {
 	case 0:
 		m.h.send(&fetch.Result{Request: fb, Partitions: []fetch.PartitionResult{records(fb.At(0), pos.Offset()+3, 0, 100)}})
 	case 1:
 		m.h.send(&fetch.Result{Request: fb}) // misaligned
 	case 2:
-		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch()}})
+		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch(), Leader: -1, LeaderEpoch: -1, ValidateEpoch: -1}})
 		m.h.send(&resolve.Result{Request: rb, Partitions: []resolve.PartitionResult{{LogStart: 0, HighWatermark: 5}, {}}})
 	default:
 		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsets.Span{Start: 0, End: 1}, nil, 0)

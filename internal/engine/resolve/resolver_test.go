@@ -30,14 +30,14 @@ func TestResolve(t *testing.T) {
 	c.DeleteRecords(t, "r", 0, 3)
 	tr := &kafka.Transport{MetadataTTL: time.Second}
 	defer tr.CloseIdleConnections()
-	r := resolve.NewResolver(kafkawire.New(tr, kafka.TCP(c.Addrs...)), 5*time.Second)
+	r := resolve.NewResolver(kafkawire.New(tr, kafka.TCP(c.Addrs...)), resolve.Config{Timeout: 5 * time.Second})
 	p0 := offsetstore.TopicPartition{Topic: "r", Partition: 0}
 	p1 := offsetstore.TopicPartition{Topic: "r", Partition: 1}
 	batch := offsets.NewResolveRequest(1, []offsets.ResolveEntry{
-		{Partition: p0, Request: offsetstore.Earliest(), Epoch: 1},
-		{Partition: p0, Request: offsetstore.AtTime(base.Add(5*time.Minute + time.Second)), Epoch: 1},
-		{Partition: p1, Request: offsetstore.Latest(), Epoch: 2},
-		{Partition: p0, Request: offsetstore.AtTime(base.Add(time.Hour)), Epoch: 1},
+		{Partition: p0, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
+		{Partition: p0, Request: offsetstore.AtTime(base.Add(5*time.Minute + time.Second)), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
+		{Partition: p1, Request: offsetstore.Latest(), Epoch: 2, LeaderEpoch: -1, ValidateEpoch: -1},
+		{Partition: p0, Request: offsetstore.AtTime(base.Add(time.Hour)), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
 	})
 	res := r.Resolve(context.Background(), batch)
 	want := []resolve.PartitionResult{
@@ -55,7 +55,7 @@ func TestResolve(t *testing.T) {
 	// a lookup of a partition that does not exist fails, flagged for a
 	// metadata refresh
 	res = r.Resolve(context.Background(), offsets.NewResolveRequest(1, []offsets.ResolveEntry{
-		{Partition: offsetstore.TopicPartition{Topic: "nope", Partition: 0}, Request: offsetstore.Earliest(), Epoch: 1},
+		{Partition: offsetstore.TopicPartition{Topic: "nope", Partition: 0}, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
 	}))
 	if pr := res.Partitions[0]; pr.Err == nil || !pr.NotLeader {
 		t.Fatalf("unknown topic: %+v, want an error flagged NotLeader", pr)
