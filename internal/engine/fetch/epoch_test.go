@@ -22,9 +22,9 @@ func headerOnly(base int64, n int32, epoch int32, magic int8) []byte {
 // short, or of a pre-v2 batch.
 func TestLastLeaderEpoch(t *testing.T) {
 	var raw []byte
-	raw = append(raw, headerOnly(0, 3, 4, 2)...)  // 0..2, epoch 4
-	raw = append(raw, headerOnly(3, 2, 7, 2)...)  // 3..4, epoch 7
-	raw = append(raw, headerOnly(5, 1, 9, 2)...)  // 5, epoch 9
+	raw = append(raw, headerOnly(0, 3, 4, 2)...) // 0..2, epoch 4
+	raw = append(raw, headerOnly(3, 2, 7, 2)...) // 3..4, epoch 7
+	raw = append(raw, headerOnly(5, 1, 9, 2)...) // 5, epoch 9
 	cut := append(append([]byte(nil), raw...), headerOnly(6, 1, 11, 2)[:20]...)
 	for _, tt := range []struct {
 		name string
