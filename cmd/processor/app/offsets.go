@@ -103,7 +103,7 @@ func (c *cli) describe(ctx context.Context, o describeOptions) error {
 			return errors.New("offsets describe: name the group with --group (or -c FILE with consumer.group)")
 		}
 		var err error
-		if d, err = describeGroup(ctx, adm, o.group, o.topics); err != nil {
+		if d, err = describeGroup(ctx, adm, o.group, o.topics, cfg != nil && cfg.Pipeline.Consumer.ReadCommitted); err != nil {
 			return o.cluster.unreachable(err)
 		}
 		return nil
@@ -185,19 +185,26 @@ func (g groupState) committed(topic string, p int32) (int64, bool) {
 	return o.At, true
 }
 
-// bounds are the log start and high watermark of a set of topics.
+// bounds are the log start and end (high watermark, or last stable
+// offset for a read_committed consumer) of a set of topics.
 type bounds struct{ starts, ends kadm.ListedOffsets }
 
 // readBounds lists the log bounds of topics; a topic that does not
-// exist is a failure naming it.
-func readBounds(ctx context.Context, adm *kadm.Client, topics []string) (bounds, error) {
+// exist is a failure naming it. With readCommitted the end is the last
+// stable offset (ListOffsets with isolation level READ_COMMITTED): what a
+// read_committed consumer can read, so its lag is measured against it.
+func readBounds(ctx context.Context, adm *kadm.Client, topics []string, readCommitted bool) (bounds, error) {
 	var b bounds
 	var err error
 	if b.starts, err = adm.ListStartOffsets(ctx, topics...); err == nil {
 		err = b.starts.Error()
 	}
 	if err == nil {
-		if b.ends, err = adm.ListEndOffsets(ctx, topics...); err == nil {
+		list := adm.ListEndOffsets
+		if readCommitted {
+			list = adm.ListCommittedOffsets
+		}
+		if b.ends, err = list(ctx, topics...); err == nil {
 			err = b.ends.Error()
 		}
 	}
@@ -263,8 +270,9 @@ func listAfter(ctx context.Context, adm *kadm.Client, t time.Time, topics ...str
 }
 
 // describeGroup builds the description of group over topics (none: the
-// topics it committed or is assigned).
-func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics []string) (groupDescription, error) {
+// topics it committed or is assigned); with readCommitted, lag is measured
+// against the last stable offset.
+func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics []string, readCommitted bool) (groupDescription, error) {
 	g, err := readGroup(ctx, adm, group)
 	if err != nil {
 		return groupDescription{}, err
@@ -284,7 +292,7 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics [
 	if len(topics) == 0 {
 		return d, nil
 	}
-	b, err := readBounds(ctx, adm, topics)
+	b, err := readBounds(ctx, adm, topics, readCommitted)
 	if err != nil {
 		return groupDescription{}, err
 	}
