@@ -57,6 +57,7 @@ func TestLeaderChangeValidatesPosition(t *testing.T) {
 	h := fetchingAt10(t)
 	epoch := h.c.byTP(tp0).epoch
 	f := h.takeFetch(1) // the next fetch, in flight to the old leader
+	h.epochLeaders(-1, -1) // offline for a moment: no leader, no epoch
 	h.epochLeaders(2, 6)
 	if st := h.c.byTP(tp0).state; st != AwaitValidation {
 		t.Fatalf("state %v after a leader change, want %v", st, AwaitValidation)

@@ -183,7 +183,12 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 				zap.Int32("leader_epoch", epoch), zap.Int32("known_leader_epoch", p.leaderEpoch))
 			continue
 		}
-		c.setLeaderEpoch(p, epoch)
+		if epoch >= 0 {
+			// an unknown epoch (no leader now: an offline partition)
+			// keeps the last one known, so the next leader's epoch is
+			// compared with it
+			c.setLeaderEpoch(p, epoch)
+		}
 		c.setLeader(p, leader)
 	}
 }
