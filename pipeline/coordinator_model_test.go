@@ -538,7 +538,21 @@ func (m *model) Flush(t *rapid.T) {
 }
 
 func (m *model) Leaders(t *rapid.T) {
-	m.sendLeaders()
+	if rapid.IntRange(0, 4).Draw(t, "offline") > 0 {
+		m.sendLeaders()
+		m.afterStep(t)
+		return
+	}
+	// one partition has no leader for a moment (its leader died, the
+	// next is not elected yet): no leader, no epoch
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "offline tp")
+	leaders := copyLeaders(m.leaders)
+	epochs := map[offsetstore.TopicPartition]int32{}
+	for tp, lb := range m.logs {
+		epochs[tp] = lb.epoch
+	}
+	leaders[tp], epochs[tp] = -1, -1
+	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
 	m.afterStep(t)
 }
 
