@@ -56,7 +56,7 @@ func fetchingAt10(t *testing.T) *coordHarness {
 func TestLeaderChangeValidatesPosition(t *testing.T) {
 	h := fetchingAt10(t)
 	epoch := h.c.byTP(tp0).epoch
-	f := h.takeFetch(1) // the next fetch, in flight to the old leader
+	f := h.takeFetch(1)    // the next fetch, in flight to the old leader
 	h.epochLeaders(-1, -1) // offline for a moment: no leader, no epoch
 	h.epochLeaders(2, 6)
 	if st := h.c.byTP(tp0).state; st != AwaitValidation {

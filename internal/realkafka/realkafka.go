@@ -603,7 +603,9 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error { return c.restar
 // RestartAmongDead is Restart for a node that comes back while other
 // nodes are still down: it waits until the node serves Metadata listing
 // itself, not every node.
-func (c *Cluster) RestartAmongDead(ctx context.Context, id int32) error { return c.restart(ctx, id, false) }
+func (c *Cluster) RestartAmongDead(ctx context.Context, id int32) error {
+	return c.restart(ctx, id, false)
+}
 
 func (c *Cluster) restart(ctx context.Context, id int32, all bool) error {
 	n, err := c.node(id)
