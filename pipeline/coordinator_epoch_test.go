@@ -216,3 +216,19 @@ func TestOutOfRangeValidatesEpoch(t *testing.T) {
 		t.Fatalf("reset %+v, want log_truncation to 8", ev)
 	}
 }
+
+// TestValidEpochBeatsLaggingHighWatermark: right after an election the new
+// leader's high watermark may lag the old one's; a position the leader's
+// log holds in the last record's epoch is valid, not data loss.
+func TestValidEpochBeatsLaggingHighWatermark(t *testing.T) {
+	h := fetchingAt10(t)
+	f := h.takeFetch(1)
+	h.epochLeaders(2, 6)
+	h.answerFetch(f, epochRecords(12, 5))
+	h.answerResolve(h.takeResolve(), func(offsets.ResolveEntry) resolve.PartitionResult {
+		return resolve.PartitionResult{LogStart: 0, HighWatermark: 8, TimeOffset: -1, EpochEnd: 5, EpochEndOffset: 10}
+	})
+	if p := h.c.byTP(tp0); p.state != Fetching || p.pos.Offset() != 10 || len(h.resets(tp0)) != 1 {
+		t.Fatalf("%v at %v, resets %+v: want fetching at 10, no reset", p.state, p.pos, h.resets(tp0))
+	}
+}

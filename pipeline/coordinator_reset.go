@@ -127,6 +127,11 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 			to, reason = min(max(off, ls), hw), offsetstore.ReasonSeek
 		case off < ls:
 			to, reason = ls, offsetstore.ReasonBelowLogStart
+		case p.resolveValidateEpoch() >= 0 && pr.EpochEndOffset >= off:
+			// the leader's log holds the epoch of the record before off
+			// up to off or past it: the position is valid, even if a new
+			// leader's high watermark has not caught up yet
+			to = off
 		case off > hw:
 			reason, dataLoss = offsetstore.ReasonAboveHighWatermark, true
 			if !byPolicy() {
@@ -146,7 +151,7 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	// where the partition resumes, the leader epoch of the record before
 	// it is only known at a divergence point
 	p.fetchedEpoch, p.validateEpoch = -1, -1
-	if reason == offsetstore.ReasonLogTruncation {
+	if reason == offsetstore.ReasonLogTruncation && to == pr.EpochEndOffset {
 		p.fetchedEpoch = pr.EpochEnd
 	}
 	from := p.from
