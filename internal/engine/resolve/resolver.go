@@ -189,12 +189,12 @@ func (r *Resolver) listOffsets(ctx context.Context, b offsets.ResolveRequest, re
 // connection of the resolver's own to the leader, like the fetch path's
 // Fetch (see docs/architecture.md).
 func (r *Resolver) epochEnds(ctx context.Context, b offsets.ResolveRequest, res *Result) {
+	if r.cfg.Dial == nil {
+		return
+	}
 	byLeader := map[int32][]int{}
 	for i := 0; i < b.Len(); i++ {
 		if e := b.At(i); e.ValidateEpoch >= 0 && res.Partitions[i].Err == nil {
-			if r.cfg.Dial == nil {
-				continue
-			}
 			if e.Leader < 0 {
 				fail(&res.Partitions[i], fmt.Errorf("OffsetForLeaderEpoch %s: no known leader", e.Partition))
 				res.Partitions[i].NotLeader = true
