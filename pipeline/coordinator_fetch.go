@@ -176,13 +176,12 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 		if !ok {
 			epoch = -1
 		}
-		if epoch >= 0 && epoch < p.leaderEpoch {
-			// a broker behind the cluster answered the metadata: keep
-			// the newer leader and epoch (KIP-320)
-			c.ignore("metadata with an older leader epoch", zap.Stringer("partition", p.tp),
-				zap.Int32("leader_epoch", epoch), zap.Int32("known_leader_epoch", p.leaderEpoch))
-			continue
-		}
+		// An older epoch than the one known is taken too: partitions
+		// are named by topic, not topic id, and a topic deleted and
+		// created again starts its epochs over (keeping ours, every
+		// fetch would be refused as UNKNOWN_LEADER_EPOCH forever). A
+		// broker behind the others that answered the metadata costs one
+		// FENCED_LEADER_EPOCH answer and a refresh.
 		if epoch >= 0 {
 			// an unknown epoch (no leader now: an offline partition)
 			// keeps the last one known, so the next leader's epoch is

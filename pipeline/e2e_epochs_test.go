@@ -283,3 +283,42 @@ func TestLogTruncationReported(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicRecreatedUnderRunningPipeline: the topic is deleted and
+// created again while the pipeline reads it; the new topic's leader
+// epochs start over, below the one the pipeline knew. The pipeline takes
+// the new epoch (it does not keep fetching with the old one, which the
+// broker refuses forever) and reads the new topic's records.
+func TestTopicRecreatedUnderRunningPipeline(t *testing.T) {
+	c := kafkatest.New(t, 2)
+	topic, group := c.Name("again"), c.Name("g-again")
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
+	c.CreateTopic(t, topic, 1)
+	c.Produce(t, topic, 0, 10, values("old"))
+	for i := 0; i < 3; i++ { // the old topic's epoch climbs
+		c.MoveLeader(t, topic, 0, int32(1-i%2))
+	}
+	old := c.LeaderEpoch(t, topic, 0)
+	rec := newRecorder()
+	ev := &events{}
+	r := start(t, fastConfig(c, group, topic), append(ev.options(), pipeline.WithStage("record", rec))...)
+	waitFor(t, 30*time.Second, "the old records", func() bool { return len(rec.offsets(tp)) >= 10 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Admin.DeleteTopics(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	c.CreateTopic(t, topic, 1)
+	if now := c.LeaderEpoch(t, topic, 0); now >= old {
+		t.Fatalf("the new topic's leader epoch %d is not below the old one's %d", now, old)
+	}
+	c.Produce(t, topic, 0, 15, values("new"))
+	waitFor(t, 30*time.Second, "the new topic's records", func() bool { return slices.Contains(rec.offsets(tp), 14) })
+	if err := r.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := ev.stoppedCount(); n != 0 {
+		t.Fatalf("%d partitions stopped", n)
+	}
+}
