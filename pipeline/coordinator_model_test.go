@@ -556,6 +556,24 @@ func (m *model) Leaders(t *rapid.T) {
 	m.afterStep(t)
 }
 
+// StaleLeaders delivers metadata from a broker behind the others: one
+// partition's leader and epoch as they were before its last election.
+func (m *model) StaleLeaders(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "stale tp")
+	leaders := copyLeaders(m.leaders)
+	epochs := map[offsetstore.TopicPartition]int32{}
+	for tp, lb := range m.logs {
+		epochs[tp] = lb.epoch
+	}
+	if epochs[tp] == 0 {
+		t.Skip("no older epoch")
+	}
+	epochs[tp]--
+	leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "stale leader"))
+	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
+	m.afterStep(t)
+}
+
 func (m *model) MoveLeader(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
