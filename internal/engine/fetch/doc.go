@@ -1,7 +1,10 @@
 // Package fetch is the pipeline's fetch step: one multi-partition Fetch
-// request per broker through a kafka-go Transport, decoded into immutable
-// [Batch]es, and the metadata refresher that tells the coordinator which
-// broker leads each partition.
+// request per broker over a connection of its own (kafkawire.Conn, framed
+// with franz-go's kmsg), each partition with its leader epoch, decoded
+// into immutable [Batch]es, and the metadata refresher that tells the
+// coordinator which broker leads each partition, in which leader epoch.
+// Broker errors are classified by kafkawire.Classify, the table the
+// resolve step uses too.
 //
 // The coordinator decides what to fetch (an offsets.FetchRequest) and
 // what to do with the answer; this package only talks to Kafka. Every
