@@ -222,6 +222,8 @@ func (s *generationStore) Commit(ctx context.Context, b offsets.CommitRequest) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// e.LeaderEpoch is dropped: kafka-go commits with OffsetCommit v2,
+	// which has no field for it (a group member sending v7+ commits it)
 	byTopic := make(map[string]map[int]int64)
 	for i := 0; i < b.Len(); i++ {
 		e := b.At(i)
