@@ -58,15 +58,22 @@ func (m *leaderEpochMarks) note(end int64, epoch int32) {
 	m.next++
 }
 
-// at returns the leader epoch of the record at off-1, -1 if unknown.
+// at returns the leader epoch of the record at off-1, -1 if unknown: of
+// the newest note for it, if there are several.
 func (m *leaderEpochMarks) at(off int64) int32 {
-	for i, end := range m.ends {
-		if m.epochs[i] != 0 && end == off {
+	n := uint8(len(m.ends))
+	for k := uint8(1); k <= n; k++ {
+		i := (m.next - k) % n
+		if m.epochs[i] != 0 && m.ends[i] == off {
 			return m.epochs[i] - 1
 		}
 	}
 	return -1
 }
+
+// forget drops every note: the offsets they name belong to a log that no
+// longer exists (a data-loss reset restarted the watermark).
+func (m *leaderEpochMarks) forget() { *m = leaderEpochMarks{} }
 
 // newestBelow returns the record time of the remembered span with the
 // highest end at or below off, zero if none.

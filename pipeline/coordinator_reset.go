@@ -203,6 +203,7 @@ func (c *coordinator) moveWatermark(p *partition, from, to int64, dataLoss bool)
 		p.wm = offsets.NewWatermark(c.gen, p.epoch, to)
 	case dataLoss:
 		p.wm.Restart(p.epoch, to)
+		p.markEpochs.forget() // the old lineage's offsets name other records now
 		p.committed = -1
 	case p.seek && to > committable:
 		p.wm.Skip(offsets.Span{Start: committable, End: to})
