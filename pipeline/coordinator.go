@@ -104,8 +104,8 @@ type coordinator struct {
 	active   bool
 	store    offsets.CommitStore
 	fenced   bool // the group fenced a commit: no more commits this generation
-	revoking bool
-	revoke   *revokeEvent
+	revoking bool         // a revoke is in progress (c.revoke)
+	revoke   *revokeEvent // the revoke in progress; its partitions have revoking set
 	// finalCommit: the revoke drained and its commit was sent (or was
 	// not needed).
 	finalCommit bool
@@ -263,11 +263,11 @@ func (c *coordinator) plan() {
 		if c.needResolve && !c.resolver.busy() && c.out.resolve != nil {
 			c.planResolve()
 		}
-		if !c.revoking {
-			for _, b := range c.fetchers {
-				if !b.flight.busy() && len(b.ready) > 0 {
-					c.planFetch(b)
-				}
+		// partitions being revoked are not fetchable; the others keep
+		// going through a (cooperative) revoke
+		for _, b := range c.fetchers {
+			if !b.flight.busy() && len(b.ready) > 0 {
+				c.planFetch(b)
 			}
 		}
 		if c.commitDue() && !c.sendCommit() {

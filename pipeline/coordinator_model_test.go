@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,13 @@ var modelSteps atomic.Int64
 //	(iv)  at most one fetch or lookup per partition is in flight;
 //	(v)   offsets handed to processing for a partition continue without
 //	      gaps, except where a reset event explains the jump.
+//
+// Rebalances are eager (revoke everything, assign anew) or cooperative
+// (a new generation keeps the partitions that stay and adds others; a
+// revoke takes some away while the rest keep going; partitions can be
+// lost without a commit). A kept partition carries what it fetched and
+// processed into the new generation; a partition revoked and assigned
+// again starts over.
 //
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestCoordinatorStateMachine(t *testing.T) {
@@ -81,7 +89,11 @@ type model struct {
 	gen        offsets.Generation
 	active     bool
 	revokeDone chan error
+	revoking   []offsetstore.TopicPartition // of the revoke in progress; nil: every partition
 	stores     map[offsets.Generation]*memoryStore
+	// owned are the partitions assigned now, with the generation that
+	// assigned them (kept partitions keep theirs)
+	owned map[offsetstore.TopicPartition]offsets.Generation
 
 	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
 	out    []batchOut
@@ -116,6 +128,7 @@ func newModel(t *rapid.T) *model {
 		stores:  map[offsets.Generation]*memoryStore{},
 		fenced:  map[offsetstore.TopicPartition]offsetstore.Epoch{},
 		checked: map[offsets.RequestID]bool{},
+		owned:   map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	for i, tp := range modelTPs {
 		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw"))}
@@ -141,12 +154,30 @@ func (m *model) resetGenerationModel() {
 	m.lastC = map[offsetstore.TopicPartition]int64{}
 	m.committed = map[offsetstore.TopicPartition]int64{}
 	for _, tp := range modelTPs {
-		m.expectNext[tp] = -1
-		m.covered[tp] = map[int64]bool{}
-		m.base[tp] = -1
-		m.lastC[tp] = -1
-		m.committed[tp] = -1
+		m.resetPartitionModel(tp)
 	}
+}
+
+// resetPartitionModel forgets what the model knows of tp's processing: it
+// is assigned anew.
+func (m *model) resetPartitionModel(tp offsetstore.TopicPartition) {
+	m.expectNext[tp] = -1
+	m.covered[tp] = map[int64]bool{}
+	m.base[tp] = -1
+	m.lastC[tp] = -1
+	m.committed[tp] = -1
+}
+
+// beingRevoked reports whether the revoke in progress takes tp.
+func (m *model) beingRevoked(tp offsetstore.TopicPartition) bool {
+	return m.revokeDone != nil && (m.revoking == nil || slices.Contains(m.revoking, tp))
+}
+
+// ownedBatch reports whether batch b was handed out to the current
+// incarnation of its partition (white box: the coordinator's handouts).
+func (m *model) ownedBatch(b *fetch.Batch) bool {
+	p := m.h.c.byTP(b.Partition())
+	return p != nil && m.h.c.active && slices.ContainsFunc(p.out, func(h handout) bool { return h.batch == b })
 }
 
 // ---- snapshots for invariant (ii) ----------------------------------------
@@ -159,6 +190,8 @@ type partSnap struct {
 	wm    int64
 	wmOK  bool
 	stop  bool
+	// revoking: the revoke in progress takes the partition
+	revoking bool
 }
 
 func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
@@ -168,7 +201,8 @@ func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
 			continue
 		}
 		wm, ok := p.wm.Committable()
-		out[p.tp] = partSnap{state: p.state, req: p.req, pos: p.pos, epoch: p.epoch, wm: wm, wmOK: ok, stop: p.stopErr != nil}
+		out[p.tp] = partSnap{state: p.state, req: p.req, pos: p.pos, epoch: p.epoch, wm: wm, wmOK: ok, stop: p.stopErr != nil,
+			revoking: p.revoking}
 	}
 	return out
 }
@@ -176,7 +210,7 @@ func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
 func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore.TopicPartition]partSnap, tps []offsetstore.TopicPartition) {
 	after := m.snap()
 	for _, tp := range tps {
-		if _, still := after[tp]; !still && !m.h.c.active {
+		if _, still := after[tp]; !still && before[tp].revoking {
 			continue // the result let a revoke finish: the partition was released
 		}
 		if !reflect.DeepEqual(before[tp], after[tp]) {
@@ -185,12 +219,14 @@ func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore
 	}
 }
 
-// current reports whether a result for tp at epoch in generation gen is
-// current (white box: the coordinator's own view).
-func (m *model) current(tp offsetstore.TopicPartition, gen offsets.Generation, epoch offsetstore.Epoch) bool {
+// current reports whether a result for tp at epoch is current (white
+// box: the coordinator's own view). Every assignment gives a partition a
+// new epoch, so the epoch names the incarnation whatever the generation
+// the request was sent in (a kept partition spans generations).
+func (m *model) current(tp offsetstore.TopicPartition, epoch offsetstore.Epoch) bool {
 	c := m.h.c
 	p := c.byTP(tp)
-	return c.active && gen == c.gen && p != nil && p.epoch == epoch
+	return c.active && p != nil && p.epoch == epoch
 }
 
 // ---- actions -------------------------------------------------------------
@@ -216,6 +252,7 @@ func (m *model) Assign(t *rapid.T) {
 			m.committed[tp] = off
 		}
 		parts = append(parts, a)
+		m.owned[tp] = m.gen
 	}
 	m.h.assign(m.gen, store, parts...)
 	m.active = true
@@ -223,11 +260,96 @@ func (m *model) Assign(t *rapid.T) {
 	m.afterStep(t)
 }
 
+// Reassign is a cooperative rebalance's new generation: the partitions
+// owned stay (listed again, or not: an assignment names what to add) and
+// some new ones are added.
+func (m *model) Reassign(t *rapid.T) {
+	if !m.active || m.revokeDone != nil {
+		t.Skip("no generation to move on from, or a revoke is in progress")
+	}
+	m.gen += offsets.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	var parts []assignedPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned {
+			if rapid.Bool().Draw(t, "kept partition listed") {
+				parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(999)}) // ignored: it goes on
+			}
+			continue
+		}
+		if !rapid.Bool().Draw(t, "added") {
+			continue
+		}
+		m.resetPartitionModel(tp)
+		a := assignedPartition{tp: tp}
+		if rapid.Bool().Draw(t, "has commit") {
+			off := int64(rapid.IntRange(0, int(m.logs[tp].hw)+10).Draw(t, "committed"))
+			a.start = offsetstore.Committed(off)
+			m.expectNext[tp] = off
+			m.committed[tp] = off
+		}
+		parts = append(parts, a)
+		m.owned[tp] = m.gen
+	}
+	before := m.snap()
+	m.h.assign(m.gen, store, parts...)
+	// kept partitions go on exactly where they were
+	for tp, since := range m.owned {
+		if since < m.gen {
+			if !reflect.DeepEqual(before[tp], m.snap()[tp]) {
+				t.Fatalf("kept partition %s changed at the new generation: %+v -> %+v", tp, before[tp], m.snap()[tp])
+			}
+		}
+	}
+	m.afterStep(t)
+}
+
+// RevokeSome is a cooperative revoke: some partitions go, the others keep
+// going; or they are lost (the group gave them away: no drain, no commit).
+func (m *model) RevokeSome(t *rapid.T) {
+	if !m.active || m.revokeDone != nil || len(m.owned) == 0 {
+		t.Skip("nothing to revoke")
+	}
+	var tps []offsetstore.TopicPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned && rapid.Bool().Draw(t, "revoked") {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		t.Skip("none drawn")
+	}
+	ev := &revokeEvent{gen: m.gen, partitions: tps, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour),
+		done: make(chan error, 1)}
+	switch rapid.IntRange(0, 3).Draw(t, "revoke kind") {
+	case 0:
+		ev.lost = true
+	case 1:
+		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
+	}
+	m.revokeDone, m.revoking = ev.done, tps
+	m.h.send(ev)
+	if ev.lost {
+		select {
+		case <-ev.done:
+		default:
+			t.Fatal("a lost revoke did not finish at once")
+		}
+		for _, tp := range tps {
+			if m.h.c.byTP(tp) != nil {
+				t.Fatalf("lost partition %s still assigned", tp)
+			}
+		}
+	}
+	m.afterStep(t)
+}
+
 func (m *model) Revoke(t *rapid.T) {
 	if !m.active || m.revokeDone != nil {
 		t.Skip("nothing to revoke")
 	}
-	m.revokeDone = make(chan error, 1)
+	m.revokeDone, m.revoking = make(chan error, 1), nil
 	ev := &revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone}
 	if rapid.IntRange(0, 3).Draw(t, "short deadline") == 0 {
 		// the rebalance timeout is about to pass: give up on in-flight
@@ -254,7 +376,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		e := f.At(j)
 		lb := m.logs[e.Partition]
 		pos := e.Position.Offset()
-		cur := m.current(e.Partition, f.Generation(), e.Position.Epoch())
+		cur := m.current(e.Partition, e.Position.Epoch())
 		if !cur {
 			staleTPs = append(staleTPs, e.Partition)
 		}
@@ -302,7 +424,7 @@ func (m *model) AnswerResolve(t *rapid.T) {
 	res := &resolve.Result{Request: r, Partitions: make([]resolve.PartitionResult, r.Len())}
 	for j := range res.Partitions {
 		e := r.At(j)
-		if !m.current(e.Partition, r.Generation(), e.Epoch) {
+		if !m.current(e.Partition, e.Epoch) {
 			staleTPs = append(staleTPs, e.Partition)
 		}
 		lb := m.logs[e.Partition]
@@ -363,12 +485,13 @@ func (m *model) Complete(t *rapid.T) {
 		sp.End = cp.FinishedBelow
 	}
 	before := m.snap()
-	stale := true // a mark the watermark must refuse: other generation, or before a data-loss restart
-	if p := m.h.c.byTP(o.b.Partition()); p != nil && m.h.c.active && o.b.Generation() == m.h.c.gen && o.b.Epoch() >= p.wm.Floor() {
+	stale := true // a mark the watermark must refuse: another incarnation's batch, or one before a data-loss restart
+	owned := m.ownedBatch(o.b)
+	if p := m.h.c.byTP(o.b.Partition()); owned && o.b.Epoch() >= p.wm.Floor() {
 		stale = false
 	}
 	m.h.send(&process.Report{Completions: []process.Completion{cp}})
-	if !o.fenced && o.b.Generation() == m.gen {
+	if !o.fenced && owned {
 		for off := sp.Start; off < sp.End; off++ {
 			m.covered[o.b.Partition()][off] = true
 		}
@@ -519,12 +642,12 @@ func (m *model) afterStep(t *rapid.T) {
 		}
 		for _, b := range msg.Batches {
 			tp := b.Partition()
-			if m.revokeDone != nil {
-				t.Fatalf("batch %v of %s handed to processing while its generation is being revoked", b.Span(), tp)
+			if m.beingRevoked(tp) {
+				t.Fatalf("batch %v of %s handed to processing while the partition is being revoked", b.Span(), tp)
 			}
 			sp := b.Span()
-			if b.Generation() != m.gen {
-				t.Fatalf("(v) batch of generation %d handed out in generation %d", b.Generation(), m.gen)
+			if since, owned := m.owned[tp]; !owned || b.Generation() < since || b.Generation() > m.gen {
+				t.Fatalf("(v) batch of generation %d of %s handed out in generation %d (owned since %d: %v)", b.Generation(), tp, m.gen, since, owned)
 			}
 			if want := m.expectNext[tp]; want >= 0 && sp.Start != want {
 				t.Fatalf("(v) %s: batch %v handed out, expected it to start at %d (no reset explains the jump)", tp, sp, want)
@@ -540,8 +663,17 @@ func (m *model) afterStep(t *rapid.T) {
 	if m.revokeDone != nil {
 		select {
 		case <-m.revokeDone:
-			m.active = false
-			m.revokeDone = nil
+			if m.revoking == nil {
+				m.active = false
+				clear(m.owned)
+			}
+			for _, tp := range m.revoking {
+				delete(m.owned, tp)
+				if m.h.c.byTP(tp) != nil {
+					t.Fatalf("revoked partition %s still assigned after its revoke finished", tp)
+				}
+			}
+			m.revokeDone, m.revoking = nil, nil
 		default:
 		}
 	}
