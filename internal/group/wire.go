@@ -1,0 +1,186 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/apiversions"
+	"github.com/segmentio/kafka-go/protocol/findcoordinator"
+)
+
+// Lowest versions the member sends. Each is above Kafka 4.0's floor
+// (KIP-896) and carries the fields the member needs: JoinGroup v5,
+// SyncGroup v3, Heartbeat v3 and LeaveGroup v3 the group instance id
+// (KIP-345), OffsetCommit v7 the instance id and leader epoch, OffsetFetch
+// v5 the leader epoch, FindCoordinator v1 an error message.
+const (
+	minJoinGroup       = 5
+	minSyncGroup       = 3
+	minHeartbeat       = 3
+	minLeaveGroup      = 3
+	minOffsetCommit    = 7
+	minOffsetFetch     = 5
+	minFindCoordinator = 1
+	minMetadata        = 4
+)
+
+// conn is one connection to one broker, for kafka-go protocol requests
+// sent one at a time. One goroutine owns it at a time. After any error the
+// connection is closed and every later request fails: dial a new one.
+type conn struct {
+	nc       net.Conn
+	addr     string
+	clientID string
+	corr     int32
+	versions map[protocol.ApiKey]int16 // the broker's highest version per key
+	err      error
+}
+
+// dial connects to addr and asks the broker which versions it speaks.
+func dial(ctx context.Context, d DialFunc, addr, clientID string) (*conn, error) {
+	nc, err := d(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial broker %s: %w", addr, err)
+	}
+	c := &conn{nc: nc, addr: addr, clientID: clientID}
+	resp, err := c.roundTripVersion(ctx, 2, &apiversions.Request{})
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	r := resp.(*apiversions.Response)
+	if r.ErrorCode != 0 {
+		c.close()
+		return nil, fmt.Errorf("ApiVersions from %s: %w", addr, kafka.Error(r.ErrorCode))
+	}
+	c.versions = make(map[protocol.ApiKey]int16, len(r.ApiKeys))
+	for _, k := range r.ApiKeys {
+		c.versions[protocol.ApiKey(k.ApiKey)] = k.MaxVersion
+	}
+	return c, nil
+}
+
+func (c *conn) close() {
+	if c == nil {
+		return
+	}
+	if c.err == nil {
+		c.err = net.ErrClosed
+	}
+	_ = c.nc.Close()
+}
+
+// roundTrip sends req at the highest version both kafka-go and the broker
+// speak, which must be at least minVersion.
+func (c *conn) roundTrip(ctx context.Context, minVersion int16, req protocol.Message) (protocol.Message, error) {
+	key := req.ApiKey()
+	brokerMax, ok := c.versions[key]
+	if !ok {
+		return nil, fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
+	}
+	v := min(brokerMax, key.MaxVersion())
+	if v < minVersion {
+		return nil, fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d (Kafka 2.4 or later): %w",
+			c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
+	}
+	return c.roundTripVersion(ctx, v, req)
+}
+
+func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Message) (protocol.Message, error) {
+	if c.err != nil {
+		return nil, c.err
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Time{}
+	}
+	if err := c.nc.SetDeadline(dl); err != nil {
+		c.fail(err)
+		return nil, err
+	}
+	var mu sync.Mutex
+	done := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			_ = c.nc.SetDeadline(time.Unix(1, 0)) // unblocks the read or write in progress
+		}
+	})
+	c.corr++
+	resp, err := protocol.RoundTrip(c.nc, v, c.corr, c.clientID, req)
+	stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if err != nil {
+		c.fail(err)
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("%s v%d to %s: %w", req.ApiKey(), v, c.addr, err)
+	}
+	return resp, nil
+}
+
+func (c *conn) fail(err error) {
+	c.err = err
+	_ = c.nc.Close()
+}
+
+// findCoordinator asks the bootstrap brokers, in turn, which broker
+// coordinates group and connects to it.
+func findCoordinator(ctx context.Context, d DialFunc, brokers []string, clientID, group string) (*conn, error) {
+	var errs []error
+	for _, b := range brokers {
+		c, err := dial(ctx, d, b, clientID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp, err := c.roundTrip(ctx, minFindCoordinator, &findcoordinator.Request{Key: group, KeyType: 0})
+		if err != nil {
+			c.close()
+			errs = append(errs, err)
+			continue
+		}
+		r := resp.(*findcoordinator.Response)
+		if r.ErrorCode != 0 {
+			c.close()
+			errs = append(errs, fmt.Errorf("FindCoordinator for group %q from %s: %w %s", group, b, kafka.Error(r.ErrorCode), r.ErrorMessage))
+			continue
+		}
+		addr := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+		if addr == b {
+			return c, nil
+		}
+		c.close()
+		cc, err := dial(ctx, d, addr, clientID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return cc, nil
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return nil, fmt.Errorf("no group coordinator for %q (check kafka.brokers and that they are reachable): %w", group, errors.Join(errs...))
+}
+
+// isCoordinatorError reports the error codes that mean the coordinator
+// moved or is loading: find it again and retry.
+func isCoordinatorError(code int16) bool {
+	switch kafka.Error(code) {
+	case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress:
+		return true
+	}
+	return false
+}
