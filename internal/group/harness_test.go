@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
@@ -149,6 +152,9 @@ type memberOpts struct {
 
 func startMember(t testing.TB, l *ledger, name string, cfg Config, o memberOpts) *running {
 	t.Helper()
+	if os.Getenv("GROUP_DEBUG") != "" {
+		cfg.Logger = zaptest.NewLogger(t, zaptest.Level(zap.DebugLevel)).Named(name)
+	}
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol/heartbeat"
 	"github.com/segmentio/kafka-go/protocol/joingroup"
-	"github.com/segmentio/kafka-go/protocol/leavegroup"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/segmentio/kafka-go/protocol/offsetcommit"
 	"github.com/segmentio/kafka-go/protocol/offsetfetch"
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
@@ -636,19 +635,24 @@ func (s *runState) heartbeat(ctx context.Context) error {
 	if err := s.connect(hctx); err != nil {
 		return nil // the next heartbeat tries again, until the session ends
 	}
-	resp, err := s.coord.roundTrip(hctx, minHeartbeat, &heartbeat.Request{
-		GroupID: s.cfg.Group, GenerationID: s.gen, MemberID: s.memberID, GroupInstanceID: s.cfg.InstanceID,
-	})
-	if err != nil {
+	// Framed with kmsg: kafka-go's heartbeat.Response decodes v1+ with
+	// ErrorCode and ThrottleTimeMs swapped, reading every error as 0.
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID = s.cfg.Group, s.gen, s.memberID
+	if s.cfg.InstanceID != "" {
+		req.InstanceID = &s.cfg.InstanceID
+	}
+	resp := kmsg.NewPtrHeartbeatResponse()
+	if err := s.coord.roundTripKmsg(hctx, minHeartbeat, req, resp); err != nil {
 		s.dropConn()
 		s.log.Debug("heartbeat failed", zap.String("group", s.cfg.Group), zap.Error(err))
 		return nil
 	}
-	code := resp.(*heartbeat.Response).ErrorCode
+	code := resp.ErrorCode
 	if code == 0 || kafka.Error(code) == kafka.RebalanceInProgress {
 		s.lastAlive = sent // the coordinator renewed the session on receipt
 	}
-	err = s.groupError("Heartbeat", code)
+	err := s.groupError("Heartbeat", code)
 	if err != nil && (errors.Is(err, errLost) || errors.As(err, new(fatalError))) {
 		return err
 	}
@@ -680,14 +684,29 @@ func (s *runState) shutdown(parent context.Context) {
 	if err := s.connect(lctx); err != nil {
 		return
 	}
-	resp, err := s.coord.roundTrip(lctx, minLeaveGroup, &leavegroup.Request{GroupID: s.cfg.Group,
-		Members: []leavegroup.RequestMember{{MemberID: s.memberID, GroupInstanceID: s.cfg.InstanceID}}})
-	if err != nil {
+	// Framed with kmsg: kafka-go's leavegroup.Response has the same
+	// field-order bug as its heartbeat.Response.
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = s.cfg.Group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = s.memberID
+	if s.cfg.InstanceID != "" {
+		lm.InstanceID = &s.cfg.InstanceID
+	}
+	req.Members = append(req.Members, lm)
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	if err := s.coord.roundTripKmsg(lctx, minLeaveGroup, req, resp); err != nil {
 		s.log.Info("leaving the consumer group failed; the coordinator removes the member after the session timeout",
 			zap.String("group", s.cfg.Group), zap.Error(err))
 		return
 	}
-	if code := resp.(*leavegroup.Response).ErrorCode; code != 0 {
+	code := resp.ErrorCode
+	for _, m := range resp.Members {
+		if code == 0 {
+			code = m.ErrorCode
+		}
+	}
+	if code != 0 {
 		s.log.Info("leaving the consumer group failed", zap.String("group", s.cfg.Group), zap.Error(kafka.Error(code)))
 	}
 	s.gen = -1

@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +15,9 @@ import (
 	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/apiversions"
 	"github.com/segmentio/kafka-go/protocol/findcoordinator"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
 
 // Lowest versions the member sends. Each is above Kafka 4.0's floor
@@ -40,6 +45,7 @@ type conn struct {
 	clientID string
 	corr     int32
 	versions map[protocol.ApiKey]int16 // the broker's highest version per key
+	format   *kmsg.RequestFormatter
 	err      error
 }
 
@@ -94,16 +100,83 @@ func (c *conn) roundTrip(ctx context.Context, minVersion int16, req protocol.Mes
 }
 
 func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Message) (protocol.Message, error) {
-	if c.err != nil {
-		return nil, c.err
+	var resp protocol.Message
+	err := c.exchange(ctx, func() error {
+		c.corr++
+		var err error
+		resp, err = protocol.RoundTrip(c.nc, v, c.corr, c.clientID, req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s v%d to %s: %w", req.ApiKey(), v, c.addr, err)
 	}
-	dl, ok := ctx.Deadline()
+	return resp, nil
+}
+
+// roundTripKmsg sends a request framed with franz-go's kmsg, at the
+// highest version both kmsg and the broker speak (at least minVersion),
+// and reads the answer into resp.
+func (c *conn) roundTripKmsg(ctx context.Context, minVersion int16, req kmsg.Request, resp kmsg.Response) error {
+	key := protocol.ApiKey(req.Key())
+	brokerMax, ok := c.versions[key]
 	if !ok {
-		dl = time.Time{}
+		return fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
 	}
+	v := min(brokerMax, req.MaxVersion())
+	if v < minVersion {
+		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
+	}
+	req.SetVersion(v)
+	resp.SetVersion(v)
+	err := c.exchange(ctx, func() error {
+		c.corr++
+		if c.format == nil {
+			c.format = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
+		}
+		if _, err := c.nc.Write(c.format.AppendRequest(nil, req, c.corr)); err != nil {
+			return err
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+			return err
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 4 || n > maxResponse {
+			return fmt.Errorf("response frame of %d bytes: not a Kafka broker, or a broken connection", n)
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(c.nc, frame); err != nil {
+			return err
+		}
+		if corr := int32(binary.BigEndian.Uint32(frame)); corr != c.corr {
+			return fmt.Errorf("response to request %d answers request %d", c.corr, corr)
+		}
+		body := frame[4:]
+		if req.IsFlexible() {
+			n, err := kafkawire.SkipTags(body)
+			if err != nil {
+				return err
+			}
+			body = body[n:]
+		}
+		return resp.ReadFrom(body)
+	})
+	if err != nil {
+		return fmt.Errorf("%s v%d to %s: %w", key, v, c.addr, err)
+	}
+	return nil
+}
+
+// exchange runs fn (one request and its answer on c.nc) bounded by ctx;
+// an error breaks the connection.
+func (c *conn) exchange(ctx context.Context, fn func() error) error {
+	if c.err != nil {
+		return c.err
+	}
+	dl, _ := ctx.Deadline()
 	if err := c.nc.SetDeadline(dl); err != nil {
 		c.fail(err)
-		return nil, err
+		return err
 	}
 	var mu sync.Mutex
 	done := false
@@ -114,8 +187,7 @@ func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Messa
 			_ = c.nc.SetDeadline(time.Unix(1, 0)) // unblocks the read or write in progress
 		}
 	})
-	c.corr++
-	resp, err := protocol.RoundTrip(c.nc, v, c.corr, c.clientID, req)
+	err := fn()
 	stop()
 	mu.Lock()
 	done = true
@@ -125,10 +197,12 @@ func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Messa
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return nil, fmt.Errorf("%s v%d to %s: %w", req.ApiKey(), v, c.addr, err)
 	}
-	return resp, nil
+	return err
 }
+
+// maxResponse is the largest response frame accepted.
+const maxResponse = 1 << 30
 
 func (c *conn) fail(err error) {
 	c.err = err
