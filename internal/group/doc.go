@@ -16,9 +16,10 @@
 //   - [Lost]: partitions taken away without a revoke (the session
 //     expired, or the coordinator fenced the member); the owner stops
 //     them and must not commit them. The member declares its partitions
-//     lost itself when no heartbeat has been answered for a session
-//     timeout, which is no later than the coordinator expires it, so
-//     their next owner is assigned them only after Lost was sent.
+//     lost itself when no heartbeat has been answered for the session
+//     timeout (or the rebalance timeout, if shorter), which is no later
+//     than the coordinator can remove it, so their next owner is assigned
+//     them only after Lost was sent.
 //
 // [Member.Commit] commits offsets (OffsetCommit v7+, with the member's
 // generation, member id, instance id and each offset's leader epoch) for

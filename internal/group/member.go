@@ -597,8 +597,8 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		var hb <-chan time.Time
 		var hbTimer *time.Timer
 		if s.gen >= 0 {
-			if time.Since(s.lastAlive) >= s.cfg.SessionTimeout {
-				return fmt.Errorf("%w: no heartbeat answered for the session timeout (%v)", errLost, s.cfg.SessionTimeout)
+			if time.Since(s.lastAlive) >= s.aliveFor() {
+				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout)", errLost, s.aliveFor())
 			}
 			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.cfg.HeartbeatInterval)))
 			hb = hbTimer.C
@@ -626,9 +626,15 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 	}
 }
 
+// aliveFor is how long after the coordinator last renewed the session the
+// member may still be sure it is in the generation: the coordinator
+// removes it a session timeout after that, or a rebalance timeout after a
+// rebalance it did not hear of began (which was after that renewal).
+func (s *runState) aliveFor() time.Duration { return min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout) }
+
 // heartbeat sends one heartbeat, bounded by the session's end.
 func (s *runState) heartbeat(ctx context.Context) error {
-	hctx, cancel := context.WithDeadline(ctx, s.lastAlive.Add(s.cfg.SessionTimeout))
+	hctx, cancel := context.WithDeadline(ctx, s.lastAlive.Add(s.aliveFor()))
 	defer cancel()
 	sent := time.Now()
 	s.lastHB = sent
