@@ -243,7 +243,9 @@ func (stickyAssignor) cooperative() bool { return true }
 
 // userData is Java's CooperativeStickyAssignor's: the generation, for
 // leaders that read subscriptions older than v2.
-func (stickyAssignor) userData(gen int32) []byte { return binary.BigEndian.AppendUint32(nil, uint32(gen)) }
+func (stickyAssignor) userData(gen int32) []byte {
+	return binary.BigEndian.AppendUint32(nil, uint32(gen))
+}
 
 type tp struct {
 	topic string
@@ -267,7 +269,7 @@ func cmpTP(a, b tp) int {
 // what it owned.
 func (stickyAssignor) assign(members []memberMeta, topics map[string]int32) map[string]map[string][]int32 {
 	sorted := sortMembers(members)
-	owner := map[tp]int{}     // partition -> index into sorted
+	owner := map[tp]int{}      // partition -> index into sorted
 	ownerGen := map[tp]int32{} // generation of the winning claim
 	for i, m := range sorted {
 		for t, ps := range m.Owned {

@@ -159,7 +159,7 @@ type runState struct {
 	owned    map[tp]bool
 	queue    []Event
 	revoking *pendingRevoke // a Revoke the owner has not finished
-	rejoin   bool // the coordinator started a rebalance, or we revoked
+	rejoin   bool           // the coordinator started a rebalance, or we revoked
 
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent

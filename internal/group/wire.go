@@ -3,9 +3,9 @@ package group
 import (
 	"context"
 	"encoding/binary"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
