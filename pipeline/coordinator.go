@@ -103,7 +103,7 @@ type coordinator struct {
 	gen      offsets.Generation
 	active   bool
 	store    offsets.CommitStore
-	fenced   bool // the group fenced a commit: no more commits this generation
+	fenced   bool         // the group fenced a commit: no more commits this generation
 	revoking bool         // a revoke is in progress (c.revoke)
 	revoke   *revokeEvent // the revoke in progress; its partitions have revoking set
 	// finalCommit: the revoke drained and its commit was sent (or was

@@ -77,15 +77,15 @@ type partition struct {
 	// handed out in older epochs were handed out before it.
 	seekEpoch offsetstore.Epoch
 
-	op       op
-	fetcher  *fetcher // fetcher of the fetch in flight
-	leader   int32    // -1 unknown
-	leaderF  *fetcher // the fetcher this partition goes to, cached
-	paused   bool     // mirrors coordinator.paused for this partition
+	op      op
+	fetcher *fetcher // fetcher of the fetch in flight
+	leader  int32    // -1 unknown
+	leaderF *fetcher // the fetcher this partition goes to, cached
+	paused  bool     // mirrors coordinator.paused for this partition
 	// revoking: the revoke in progress takes this partition away; it
 	// is neither fetched nor looked up, its in-flight work drains.
 	revoking bool
-	queued   bool     // in its leader's ready list
+	queued   bool // in its leader's ready list
 	retryAt  time.Time
 	failures int
 
