@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
@@ -147,10 +148,11 @@ type ConsumerConfig struct {
 	MaxPartitionFetchBytes ByteSize `yaml:"max_partition_fetch_bytes"`
 	// BufferBytes is the budget for fetched-but-unfinished records: the
 	// memory they hold, payload plus about 130 bytes of bookkeeping per
-	// record. A full budget pauses fetching; a fetch
-	// reserves the payload it may return, so the records of one response
-	// can take the total past the budget by their bookkeeping. Default
-	// 64MiB.
+	// record. A full budget pauses fetching; a fetch reserves what it
+	// may return. A record larger than what is left still gets through
+	// (Kafka returns a partition's first batch whatever its size), so the
+	// total can pass the budget by one record per fetch in flight until
+	// it is processed. Default 64MiB.
 	BufferBytes ByteSize `yaml:"buffer_bytes"`
 	// Ordering is partition (default) or key.
 	Ordering Ordering `yaml:"ordering"`
@@ -295,26 +297,79 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// FieldError is a problem with one field of a Config. Validate reports
+// every problem it finds as a *FieldError, joined with errors.Join: get
+// them back with FieldErrors (or one with errors.As).
+//
+// The offending value is a field of its own, so that a caller showing
+// the error where a value must not appear (it may hold a secret read
+// from the environment) can find it in Msg and redact it.
+type FieldError struct {
+	// Key is the field's path in a configuration file's terms: YAML keys
+	// joined with dots, list entries indexed, such as
+	// "consumer.topics[1]".
+	Key string
+	// Value is the value the problem is about, if any, else "". Msg
+	// may show it, quoted as %q does.
+	Value string
+	// Msg says what is wrong, without the key. It does not end with a
+	// period.
+	Msg string
+}
+
+// Error formats the problem as "key: msg".
+func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
+
+// FieldErrors returns the *FieldError values err holds, in order: err
+// itself, or those joined in it (errors.Join) or wrapped by it, at any
+// depth. It returns nil for a nil err, or one that holds none.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *FieldError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
 // Validate checks the configuration and returns every problem at once,
-// each naming its key. The bounds are Kafka's where Kafka sets them (see
-// each field).
+// each a *FieldError naming its key (see FieldErrors). The bounds are
+// Kafka's where Kafka sets them (see each field).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
+	// bad reports a problem at key; badValue one about value, which the
+	// message quotes.
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+		errs = append(errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	badValue := func(key, value, format string, args ...any) {
+		errs = append(errs, &FieldError{Key: key, Value: value, Msg: fmt.Sprintf(format, args...)})
 	}
 	if len(c.Kafka.Brokers) == 0 {
 		bad("kafka.brokers", "at least one broker address (host:port) is required")
 	}
 	for i, b := range c.Kafka.Brokers {
 		if msg := checkHostPort(b); msg != "" {
-			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q%s", b, msg)
+			badValue(fmt.Sprintf("kafka.brokers[%d]", i), b, "%q%s", b, msg)
 		}
 	}
 	if s := c.Kafka.SASL; s != nil {
 		if _, err := kafkaauth.New(s.Mechanism, s.Username, ""); err != nil {
-			errs = append(errs, err) // names kafka.sasl.mechanism and the mechanisms known
+			// The message names the key and the mechanisms known.
+			const key = "kafka.sasl.mechanism"
+			badValue(key, s.Mechanism, "%s", strings.TrimPrefix(err.Error(), key+": "))
 		}
 		if s.Username == "" {
 			bad("kafka.sasl.username", "required with SASL")
@@ -330,9 +385,15 @@ func (c Config) Validate() error {
 	if len(k.Topics) == 0 {
 		bad("consumer.topics", "at least one topic is required")
 	}
+	first := map[string]int{}
 	for i, t := range k.Topics {
+		key := fmt.Sprintf("consumer.topics[%d]", i)
 		if err := limits.TopicName(t); err != nil {
-			bad(fmt.Sprintf("consumer.topics[%d]", i), "%v", err)
+			badValue(key, t, "%v", err)
+		} else if j, dup := first[t]; dup {
+			badValue(key, t, "%q is listed twice (also consumer.topics[%d]): each topic is consumed once", t, j)
+		} else {
+			first[t] = i
 		}
 	}
 	if k.AutoOffsetReset > offsetstore.ResetNone {
@@ -352,7 +413,7 @@ func (c Config) Validate() error {
 		bad("consumer.leave_group_on_close", "only a static member (group_instance_id) can choose: a dynamic member always leaves")
 	}
 	if k.Ordering != OrderByPartition && k.Ordering != OrderByKey {
-		bad("consumer.ordering", "%q is not partition or key", k.Ordering)
+		badValue("consumer.ordering", string(k.Ordering), "%q is not partition or key", k.Ordering)
 	}
 	if k.Concurrency < 0 {
 		bad("consumer.concurrency", "must be positive")
@@ -375,13 +436,13 @@ func (c Config) Validate() error {
 		}
 	case DeadLetterStop:
 	default:
-		bad("dead_letter.policy", "%q is not topic or stop", d.Policy)
+		badValue("dead_letter.policy", string(d.Policy), "%q is not topic or stop", d.Policy)
 	}
 	if d.Topic != "" {
 		if err := limits.TopicName(d.Topic); err != nil {
-			bad("dead_letter.topic", "%v", err)
+			badValue("dead_letter.topic", d.Topic, "%v", err)
 		} else if slices.Contains(k.Topics, d.Topic) {
-			bad("dead_letter.topic", "%q is also consumed: failed records would loop", d.Topic)
+			badValue("dead_letter.topic", d.Topic, "%q is also consumed: failed records would loop", d.Topic)
 		}
 	}
 	return errors.Join(errs...)

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -84,6 +85,9 @@ func TestValidate(t *testing.T) {
 			`consumer.topics[3]: ".." is not a valid topic name`, `dead_letter.topic: "orders/dlq" is not a valid topic name`}},
 		{name: "negative sizes", edit: func(c *pipeline.Config) { c.Consumer.BufferBytes = -1 },
 			wants: []string{"consumer.buffer_bytes: -1B is negative"}},
+		{name: "topic consumed twice", edit: func(c *pipeline.Config) { c.Consumer.Topics = []string{"a", "b", "a", "b"} },
+			wants: []string{`consumer.topics[2]: "a" is listed twice (also consumer.topics[0])`,
+				`consumer.topics[3]: "b" is listed twice (also consumer.topics[1])`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +111,48 @@ func TestValidate(t *testing.T) {
 			if got := strings.Count(err.Error(), "\n") + 1; got != len(tt.wants) {
 				t.Errorf("%d problems reported, want %d: %v", got, len(tt.wants), err)
 			}
+			fes := pipeline.FieldErrors(err)
+			if len(fes) != len(tt.wants) {
+				t.Fatalf("%d field errors, want %d: %v", len(fes), len(tt.wants), err)
+			}
+			for _, fe := range fes {
+				if fe.Key == "" || fe.Msg == "" || fe.Error() != fe.Key+": "+fe.Msg || !strings.Contains(err.Error(), fe.Error()) {
+					t.Errorf("field error %#v", fe)
+				}
+			}
 		})
+	}
+}
+
+// TestFieldErrors: Validate's problems are *FieldError values, each with
+// its key, the value it is about (as the message quotes it) and the
+// message; FieldErrors finds them through wrapping.
+func TestFieldErrors(t *testing.T) {
+	c := validConfig()
+	c.Kafka.Brokers = []string{`pa"ss`, "ok:1"}
+	c.Consumer.Group = ""
+	err := c.Validate()
+	want := []pipeline.FieldError{
+		{Key: "kafka.brokers[0]", Value: `pa"ss`, Msg: `"pa\"ss" is not host:port`},
+		{Key: "consumer.group", Msg: "a consumer group id is required"},
+	}
+	for _, e := range []error{err, fmt.Errorf("new: %w", err)} {
+		got := pipeline.FieldErrors(e)
+		if len(got) != len(want) {
+			t.Fatalf("FieldErrors(%v) = %v", e, got)
+		}
+		for i := range want {
+			if *got[i] != want[i] {
+				t.Errorf("field error %d: %#v, want %#v", i, *got[i], want[i])
+			}
+		}
+	}
+	var fe *pipeline.FieldError
+	if !errors.As(err, &fe) || fe.Key != "kafka.brokers[0]" {
+		t.Errorf("errors.As: %v", fe)
+	}
+	if pipeline.FieldErrors(nil) != nil || pipeline.FieldErrors(errors.New("x")) != nil {
+		t.Error("FieldErrors of no field error")
 	}
 }
 

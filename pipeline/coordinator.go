@@ -120,6 +120,7 @@ type coordinator struct {
 	leaders  map[offsetstore.TopicPartition]int32
 	brokers  map[fetcherKey]*fetcher
 	fetchers []*fetcher // the same, in the order they were made: fetches are planned in a stable order
+	waiting  []*fetcher // fetchers refused for lack of budget, served first in this order (see planFetches)
 
 	resolver     inFlight // the lookup in flight
 	committer    inFlight // the commit in flight (no slots)
@@ -265,11 +266,7 @@ func (c *coordinator) plan() {
 		}
 		// partitions being revoked are not fetchable; the others keep
 		// going through a (cooperative) revoke
-		for _, b := range c.fetchers {
-			if !b.flight.busy() && len(b.ready) > 0 {
-				c.planFetch(b)
-			}
-		}
+		c.planFetches()
 		if c.commitDue() && !c.sendCommit() {
 			for _, f := range c.flushes {
 				reply(f, nil)

@@ -75,6 +75,10 @@ type revokeEvent struct {
 	drainBy    time.Time
 	deadline   time.Time
 	done       chan error
+	// drainMissed: work was still in flight at drainBy, so the commit
+	// covers only what finished. The coordinator sets it before it
+	// replies on done; the sender reads it once it has the reply.
+	drainMissed bool
 }
 
 // seekEvent replaces a partition's position with a start request.

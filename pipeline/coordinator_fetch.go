@@ -3,6 +3,8 @@ package pipeline
 // Fetching: fetch results, leaders, ready lists and fetch planning.
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
@@ -72,6 +74,8 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			}
 		case fetch.OffsetOutOfRange:
 			c.outOfRange(p, pr)
+		case fetch.Corrupt:
+			c.onCorrupt(p, pr)
 		case fetch.NotLeader:
 			c.log.Debug("fetch: not leader; refreshing metadata", zap.Stringer("partition", p.tp), zap.Error(pr.Err))
 			c.setLeader(p, -1)
@@ -106,8 +110,15 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 	}
 	p.failures = 0
 	if pr.Next == at {
+		// Nothing new. Caught up (the position is at the high
+		// watermark the broker reported): its next fetch is a long
+		// poll that reserves no budget for it (see planFetch). Left
+		// out of a full response, or blocked by an open transaction:
+		// it has records to bring, and reserves its full share.
+		p.idle = pr.Batch == nil && pr.HighWatermark >= 0 && at >= pr.HighWatermark
 		return false
 	}
+	p.idle = false
 	if bt := pr.Batch; bt != nil {
 		// The coordinator records what it hands out (span, epoch,
 		// bytes) and marks exactly that when the batch completes: it
@@ -124,6 +135,31 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
 	return true
+}
+
+// corruptAttempts is how many times a partition fetches a corrupt record
+// batch before it stops: once more than the first can be a fault in
+// transit; bytes that stay corrupt are corrupt in the log.
+const corruptAttempts = 3
+
+// onCorrupt takes a result whose records end at a corrupt batch: the
+// records before it are handed out (the position moves to the corrupt
+// batch), the batch is fetched again after a backoff, and when it is
+// still corrupt on the corruptAttempts-th fetch the partition stops with
+// the reason (it never skips the bytes on its own: a Seek past them
+// does, by the application's decision).
+func (c *coordinator) onCorrupt(p *partition, pr *fetch.PartitionResult) {
+	if pr.Next > p.pos.Offset() {
+		c.onFetched(p, pr) // resets p.failures: this is the first sighting at the new position
+	}
+	if p.failures+1 >= corruptAttempts {
+		c.stop(p, fmt.Errorf("%w (fetched %d times; the records before it were processed; seek past the batch to skip it, or restore the log)",
+			pr.Err, corruptAttempts))
+		return
+	}
+	p.backoff(c)
+	c.log.Warn("fetch: corrupt record batch; fetching it again", zap.Stringer("partition", p.tp),
+		zap.Int64("offset", p.pos.Offset()), zap.Error(pr.Err), zap.Int("attempt", p.failures))
 }
 
 // outOfRange handles a broker's OffsetOutOfRange: the position is checked
@@ -196,19 +232,59 @@ func (c *coordinator) makeReady(p *partition) {
 	p.queued = true
 }
 
-// planFetch sends b a fetch of its ready partitions, if the byte budget
-// has room. The fetch reserves what it can return: its partitions times
-// partitionMaxBytes, at most fetchMaxBytes and what is left of the
-// budget, so one fetch (a long poll of idle partitions, say) never holds
-// the budget other brokers need.
-func (c *coordinator) planFetch(b *fetcher) {
+// planFetches sends every idle fetcher with ready partitions a fetch, as
+// far as the byte budget allows. Fetchers refused for lack of budget wait
+// in line (c.waiting) and are served first, in the order they were
+// refused, before any other fetcher takes budget: whatever the sizes, a
+// fetcher with ready partitions sends its fetch once the fetches ahead of
+// it and the records buffered leave a byte of room (in flight fetches
+// always answer, processing always finishes), so no partition starves
+// while others keep the budget busy.
+func (c *coordinator) planFetches() {
+	for len(c.waiting) > 0 {
+		b := c.waiting[0]
+		if !b.flight.busy() && len(b.ready) > 0 && !c.planFetch(b) {
+			return // still no room: nobody goes before it
+		}
+		c.waiting[0] = nil
+		c.waiting = c.waiting[1:]
+	}
+	for _, b := range c.fetchers {
+		if !b.flight.busy() && len(b.ready) > 0 && !c.planFetch(b) {
+			// refused: so are the fetchers after it (a refusal
+			// changes nothing); they queue behind it
+			c.waiting = append(c.waiting, b)
+		}
+	}
+}
+
+// planFetch sends b a fetch of its ready partitions if the byte budget
+// has room, and reports false if it has none (b's ready partitions stay
+// ready). The fetch reserves what it may return: the partition limit
+// (partitionMaxBytes, or fetchMaxBytes without one) for each partition
+// that may have records; for the partitions whose last fetch found them
+// caught up together, their limits but at most idleShare; at most
+// fetchMaxBytes and what is left of the budget, and at least one byte.
+// So long polls of idle partitions hold at most half the budget, whatever
+// the number of fetchers, and a fetch may ask for less than one record
+// batch: the broker still returns the first batch of the first partition
+// with records, whatever its size (Kafka's rule, so a consumer always
+// progresses), and the budget counts its first record in full when it
+// arrives (buffered bytes may then pass the budget by that record until
+// it is processed; no fetch starts while they do).
+func (c *coordinator) planFetch(b *fetcher) bool {
 	avail := c.cfg.budget - c.buffered - c.reserved
 	if avail <= 0 {
-		return
+		return false
+	}
+	share := int64(c.cfg.fetchMaxBytes)
+	if c.cfg.partitionMaxBytes > 0 {
+		share = min(share, int64(c.cfg.partitionMaxBytes))
 	}
 	var fb offsets.FetchRequestBuilder
 	fb.Grow(len(b.ready))
 	slots := c.scratchSlots[:0]
+	want, idle := int64(0), int64(0)
 	for _, slot := range b.ready {
 		p := c.slots[slot]
 		if p == nil || !p.queued || p.leaderF != b {
@@ -221,19 +297,32 @@ func (c *coordinator) planFetch(b *fetcher) {
 		p.op, p.fetcher = opFetch, b
 		slots = append(slots, slot)
 		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos})
+		if p.idle {
+			idle += share
+		} else {
+			want += share
+		}
 	}
 	b.ready = b.ready[:0]
 	if fb.Len() == 0 {
-		return
+		return true
 	}
-	maxBytes := min(int64(c.cfg.fetchMaxBytes), avail)
-	if c.cfg.partitionMaxBytes > 0 {
-		maxBytes = min(maxBytes, int64(fb.Len())*int64(c.cfg.partitionMaxBytes))
-	}
+	want += min(idle, c.idleShare())
+	maxBytes := max(1, min(int64(c.cfg.fetchMaxBytes), avail, want))
 	b.reserved = maxBytes
 	c.reserved += maxBytes
 	batch := fb.Build(b.id, b.index, c.gen, int32(maxBytes))
 	b.flight.start(batch.ID(), slots)
 	c.scratchSlots = slots[:0]
 	c.out.fetch(batch)
+	return true
+}
+
+// idleShare is the most a fetch reserves for its caught-up partitions
+// together: an equal part of half the budget for each fetcher, so the
+// long polls of every fetcher together leave half the budget to the
+// partitions with records, and a partition that wakes up still gets that
+// much at once (its full limit from its next fetch on).
+func (c *coordinator) idleShare() int64 {
+	return max(1, c.cfg.budget/int64(2*max(1, len(c.fetchers))))
 }

@@ -167,6 +167,7 @@ func (c *coordinator) checkRevoke() {
 			return
 		}
 		if !drained {
+			e.drainMissed = true
 			c.log.Warn("revoke: in-flight work did not finish before the drain deadline; committing what is done",
 				zap.Int32("generation", int32(c.gen)))
 		}

@@ -42,6 +42,18 @@ var modelSteps atomic.Int64
 //	(v)   offsets handed to processing for a partition continue without
 //	      gaps, except where a reset event explains the jump.
 //
+// Records have sizes (from one byte to twice the budget), and fetch
+// answers follow Kafka's limits: a partition returns at most
+// partitionMaxBytes and a response at most the request's MaxBytes, except
+// that the first record of the first partition with records is returned
+// whatever its size; some answers end at a corrupt batch (the records
+// before it delivered, the partition stopping when it stays corrupt). At
+// the end it checks liveness: with no new faults,
+// everything answered, processing finishing and backoffs passing, a
+// fetching partition with records beyond its position eventually
+// delivers them, whatever the sizes, budget and limits (a partition that
+// never delivers is a stall; a stop must name its reason).
+//
 // Rebalances are eager (revoke everything, assign anew) or cooperative
 // (a new generation keeps the partitions that stay and adds others; a
 // revoke takes some away while the rest keep going; partitions can be
@@ -52,7 +64,9 @@ var modelSteps atomic.Int64
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestCoordinatorStateMachine(t *testing.T) {
 	checkStateMachine(t, &modelSteps, 10_000, func(rt *rapid.T) {
-		rt.Repeat(rapid.StateMachineActions(newModel(rt)))
+		m := newModel(rt)
+		rt.Repeat(rapid.StateMachineActions(m))
+		m.checkLiveness(rt)
 	})
 }
 
@@ -107,6 +121,10 @@ type model struct {
 	dataLoss   map[offsetstore.TopicPartition]bool  // a data-loss reset in this step
 	checked    map[offsets.RequestID]bool           // commits already checked
 	noticesAt  int
+
+	// record sizes: 1 + hash(partition, offset, sizeSeed) % maxSize
+	sizeSeed uint64
+	maxSize  int64
 }
 
 func newModel(t *rapid.T) *model {
@@ -120,15 +138,18 @@ func newModel(t *rapid.T) *model {
 		maxRetryBackoff:   time.Second,
 		metadataBackoff:   200 * time.Millisecond,
 		fetchersPerBroker: rapid.IntRange(1, 2).Draw(t, "fetchers per broker"),
+		partitionMaxBytes: int32(rapid.IntRange(0, 10).Draw(t, "partition max bytes")),
 	}
 	m := &model{
-		h:       newCoordHarness(t, cfg),
-		logs:    map[offsetstore.TopicPartition]*logBounds{},
-		leaders: map[offsetstore.TopicPartition]int32{},
-		stores:  map[offsets.Generation]*memoryStore{},
-		fenced:  map[offsetstore.TopicPartition]offsetstore.Epoch{},
-		checked: map[offsets.RequestID]bool{},
-		owned:   map[offsetstore.TopicPartition]offsets.Generation{},
+		h:        newCoordHarness(t, cfg),
+		logs:     map[offsetstore.TopicPartition]*logBounds{},
+		leaders:  map[offsetstore.TopicPartition]int32{},
+		stores:   map[offsets.Generation]*memoryStore{},
+		fenced:   map[offsetstore.TopicPartition]offsetstore.Epoch{},
+		checked:  map[offsets.RequestID]bool{},
+		sizeSeed: rapid.Uint64().Draw(t, "size seed"),
+		maxSize:  int64(rapid.SampledFrom([]int{1, 3, int(cfg.budget), 2 * int(cfg.budget)}).Draw(t, "max record size")),
+		owned:    map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	for i, tp := range modelTPs {
 		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw"))}
@@ -330,10 +351,9 @@ func (m *model) RevokeSome(t *rapid.T) {
 	}
 	m.revokeDone, m.revoking = ev.done, tps
 	m.h.send(ev)
+	m.afterStep(t)
 	if ev.lost {
-		select {
-		case <-ev.done:
-		default:
+		if m.revokeDone != nil {
 			t.Fatal("a lost revoke did not finish at once")
 		}
 		for _, tp := range tps {
@@ -342,7 +362,6 @@ func (m *model) RevokeSome(t *rapid.T) {
 			}
 		}
 	}
-	m.afterStep(t)
 }
 
 func (m *model) Revoke(t *rapid.T) {
@@ -372,6 +391,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 	type skip struct{ from, to int64 }
 	skips := map[offsetstore.TopicPartition]skip{}
 	res := &fetch.Result{Request: f, Partitions: make([]fetch.PartitionResult, f.Len())}
+	lim := responseLimit{left: int64(f.MaxBytes())}
 	for j := range res.Partitions {
 		e := f.At(j)
 		lb := m.logs[e.Partition]
@@ -388,6 +408,15 @@ func (m *model) AnswerFetch(t *rapid.T) {
 			pr = fetch.PartitionResult{Outcome: fetch.Retriable, Err: errors.New("connection reset"), Next: pos, LogStart: -1, HighWatermark: -1}
 		case pos < lb.start || pos > lb.hw:
 			pr = outOfRange(lb.start, lb.hw)(e)
+		case pos < lb.hw && rapid.IntRange(0, 19).Draw(t, "corrupt") == 0:
+			// the batch at bad is corrupt: the records before it come
+			// with the error
+			bad := pos + int64(rapid.IntRange(0, int(lb.hw-pos)-1).Draw(t, "corrupt at"))
+			to := lim.take(m, e, bad, m.h.c.cfg.partitionMaxBytes)
+			pr = m.sizedRecords(e, to, lb.start, lb.hw)
+			if to == bad { // else the limits ended the response before it
+				pr.Outcome, pr.Err = fetch.Corrupt, fmt.Errorf("%w: CRC mismatch in the batch at offset %d", fetch.ErrCorrupt, bad)
+			}
 		case pos < lb.hw && rapid.IntRange(0, 7).Draw(t, "marker") == 0:
 			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw}
 			if cur {
@@ -395,7 +424,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 			}
 		default:
 			to := min(lb.hw, pos+int64(rapid.IntRange(1, 6).Draw(t, "records")))
-			pr = records(e, to, lb.start, lb.hw)
+			pr = m.sizedRecords(e, lim.take(m, e, to, m.h.c.cfg.partitionMaxBytes), lb.start, lb.hw)
 		}
 		res.Partitions[j] = pr
 	}
@@ -742,4 +771,243 @@ func (m *model) Check(t *rapid.T) {
 				tp, off, missing, m.base[tp], m.gen, p.state, m.h.resets(tp))
 		}
 	}
+}
+
+// ---- sizes and liveness ----------------------------------------------------
+
+// recordSize is the bytes of the record at off in tp.
+func (m *model) recordSize(tp offsetstore.TopicPartition, off int64) int64 {
+	h := m.sizeSeed ^ uint64(off)*0x9e3779b97f4a7c15 ^ uint64(tp.Partition+1)*0xbf58476d1ce4e5b9 ^ uint64(len(tp.Topic))<<40
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	h ^= h >> 29
+	return 1 + int64(h%uint64(m.maxSize))
+}
+
+// responseLimit is what is left of one fetch response, as a broker fills
+// it: Kafka returns the first record batch of the first partition with
+// records whatever its size, and stops at the limits otherwise.
+type responseLimit struct {
+	left int64 // of the request's MaxBytes
+	data bool  // a partition earlier in the response returned records
+}
+
+// take returns how far (below to) the records from e's position fit in
+// the response and the partition limit (<= 0: none).
+func (l *responseLimit) take(m *model, e offsets.FetchEntry, to int64, partitionMax int32) int64 {
+	from := e.Position.Offset()
+	pbytes := int64(0)
+	off := from
+	for ; off < to; off++ {
+		size := m.recordSize(e.Partition, off)
+		first := !l.data && off == from
+		if !first && (size > l.left || (partitionMax > 0 && pbytes+size > int64(partitionMax))) {
+			break
+		}
+		l.left -= size
+		pbytes += size
+	}
+	if off > from {
+		l.data = true
+	}
+	return off
+}
+
+// sizedRecords is records with the model's record sizes.
+func (m *model) sizedRecords(e offsets.FetchEntry, to, logStart, hw int64) fetch.PartitionResult {
+	pr := records(e, to, logStart, hw)
+	if pr.Batch == nil {
+		return pr
+	}
+	bytes := int64(0)
+	for off := e.Position.Offset(); off < to; off++ {
+		bytes += m.recordSize(e.Partition, off)
+	}
+	pr.Batch = fetch.NewBatch(e.Partition, e.Position.Generation(), e.Position.Epoch(), pr.Batch.Span(), pr.Batch.Records(), bytes)
+	pr.Bytes = bytes
+	return pr
+}
+
+// checkLiveness ends a run: no new faults or records, every fetch and
+// lookup answered as the model's Kafka would, processing finishing
+// everything, commits succeeding, backoffs passing, every partition
+// resumed and assigned. It checks that the coordinator settles with
+// every partition fetching at its high watermark (everything beyond its
+// position delivered) or stopped with a reason.
+func (m *model) checkLiveness(t *rapid.T) {
+	m.h.send(&pauseEvent{tps: modelTPs, pause: false})
+	m.h.leaders(copyLeaders(m.leaders))
+	m.afterStep(t)
+	// End with every partition assigned: eagerly (revoke all, assign
+	// all) or cooperatively (a new generation adds what is missing). A
+	// fenced generation is ending anyway (the group rebalances).
+	cooperative := rapid.Bool().Draw(t, "cooperative end")
+	quiet := 0
+	round := 0
+	for ; round < 2000 && quiet < 3; round++ {
+		if m.drainRound(t) {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		switch {
+		case m.revokeDone != nil:
+			// the revoke in progress finishes first (if it never does,
+			// the coordinator never settles)
+			quiet = 0
+		case !m.active:
+			m.assignAll(t)
+			quiet = 0
+		case len(m.h.c.index) == len(modelTPs) && !m.h.c.fenced:
+		case cooperative:
+			m.addMissing(t)
+			quiet = 0
+		default:
+			m.revokeDone, m.revoking = make(chan error, 1), nil
+			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
+			m.afterStep(t)
+			quiet = 0
+		}
+	}
+	if quiet < 3 {
+		t.Fatalf("liveness: the coordinator never settled in %d rounds (fetches %d, lookups %d, commits %d, processing %d)",
+			round, len(m.h.fetches), len(m.h.resolves), len(m.h.commits), len(m.out))
+	}
+	c := m.h.c
+	for _, tp := range modelTPs {
+		p := c.byTP(tp)
+		lb := m.logs[tp]
+		switch {
+		case p == nil:
+			t.Fatalf("liveness: %s is not assigned after the final assignment", tp)
+		case p.state == Stopped:
+			if p.stopErr == nil {
+				t.Fatalf("liveness: %s stopped without a reason", tp)
+			}
+		case p.state != Fetching:
+			t.Fatalf("liveness: %s is %v after everything was answered (op %v, wait zombie %v, revoking %v, retry at %v, now %v, need resolve %v, resolver busy %v, lookups %d, zombies %v)",
+				tp, p.state, p.op, p.waitZombie, p.revoking, p.retryAt, c.now, c.needResolve, c.resolver.busy(), len(m.h.resolves), c.zombies)
+		case p.pos.Offset() != lb.hw:
+			sizes := []int64{}
+			for off := p.pos.Offset(); off < min(lb.hw, p.pos.Offset()+5); off++ {
+				sizes = append(sizes, m.recordSize(tp, off))
+			}
+			t.Fatalf("liveness: %s stalls at %d below its high watermark %d (next record sizes %v, budget %d, buffered %d, reserved %d, partition max %d, fetch max %d, idle %v, queued %v, op %v)",
+				tp, p.pos.Offset(), lb.hw, sizes, c.cfg.budget, c.buffered, c.reserved, c.cfg.partitionMaxBytes, c.cfg.fetchMaxBytes, p.idle, p.queued, p.op)
+		}
+	}
+}
+
+// assignAll starts a new generation with every partition, each with a
+// committed offset of 0 (validated against the log: resumed at its
+// start).
+func (m *model) assignAll(t *rapid.T) {
+	m.gen++
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	m.resetGenerationModel()
+	parts := make([]assignedPartition, 0, len(modelTPs))
+	for _, tp := range modelTPs {
+		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
+		m.expectNext[tp] = 0
+		m.committed[tp] = 0
+	}
+	clear(m.owned)
+	for _, tp := range modelTPs {
+		m.owned[tp] = m.gen
+	}
+	m.h.assign(m.gen, store, parts...)
+	m.active, m.revokeDone = true, nil
+	m.afterStep(t)
+}
+
+// addMissing is a cooperative rebalance's new generation that adds every
+// partition not assigned now, each with a committed offset of 0.
+func (m *model) addMissing(t *rapid.T) {
+	m.gen++
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	var parts []assignedPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned {
+			continue
+		}
+		m.resetPartitionModel(tp)
+		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
+		m.expectNext[tp] = 0
+		m.committed[tp] = 0
+		m.owned[tp] = m.gen
+	}
+	m.h.assign(m.gen, store, parts...)
+	m.afterStep(t)
+}
+
+// drainRound does once, without faults, everything that can be done and
+// reports whether anything moved.
+func (m *model) drainRound(t *rapid.T) bool {
+	moved := false
+	if len(m.out) > 0 {
+		var rep process.Report
+		for _, o := range m.out {
+			cp := process.Completion{Batch: o.b, FinishedBelow: o.b.Span().End}
+			if o.fenced {
+				cp.FinishedBelow = o.b.Span().Start
+			} else if m.ownedBatch(o.b) {
+				for off := o.b.Span().Start; off < o.b.Span().End; off++ {
+					m.covered[o.b.Partition()][off] = true
+				}
+			}
+			rep.Completions = append(rep.Completions, cp)
+		}
+		m.out = nil
+		m.h.send(&rep)
+		m.afterStep(t)
+		moved = true
+	}
+	for len(m.h.resolves) > 0 {
+		r := m.h.takeResolve()
+		m.h.answerResolve(r, func(e offsets.ResolveEntry) resolve.PartitionResult {
+			lb := m.logs[e.Partition]
+			return resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1}
+		})
+		m.afterStep(t)
+		moved = true
+	}
+	for len(m.h.commits) > 0 {
+		req := m.h.commits[0]
+		m.h.commits = m.h.commits[1:]
+		m.h.send(&commit.Result{Request: req.Request, Err: req.Store.Commit(context.Background(), req.Request)})
+		m.afterStep(t)
+		moved = true
+	}
+	// every fetch in flight, as the model's Kafka answers it (a long
+	// poll of caught-up partitions returns empty)
+	for _, f := range slices.Clone(m.h.fetches) {
+		i := slices.IndexFunc(m.h.fetches, func(g offsets.FetchRequest) bool { return g.ID() == f.ID() })
+		if i < 0 {
+			continue
+		}
+		m.h.fetches = slices.Delete(m.h.fetches, i, i+1)
+		lim := responseLimit{left: int64(f.MaxBytes())}
+		m.h.answerFetch(f, func(e offsets.FetchEntry) fetch.PartitionResult {
+			lb, pos := m.logs[e.Partition], e.Position.Offset()
+			switch {
+			case m.leaders[e.Partition] != f.Broker():
+				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("NOT_LEADER_OR_FOLLOWER"), Next: pos, LogStart: -1, HighWatermark: -1}
+			case pos < lb.start || pos > lb.hw:
+				return outOfRange(lb.start, lb.hw)(e)
+			}
+			if pos < lb.hw {
+				moved = true
+			}
+			return m.sizedRecords(e, lim.take(m, e, lb.hw, m.h.c.cfg.partitionMaxBytes), lb.start, lb.hw)
+		})
+		m.afterStep(t)
+	}
+	// let backoffs, the commit interval and revoke deadlines pass
+	m.h.leaders(copyLeaders(m.leaders))
+	m.h.advance(2 * time.Second)
+	m.afterStep(t)
+	// a round that leaves a lookup or a commit to answer is not quiet
+	return moved || len(m.h.resolves) > 0 || len(m.h.commits) > 0
 }

@@ -211,6 +211,7 @@ func (c *coordinator) startFetching(p *partition, offset int64) {
 		return
 	}
 	p.state, p.pos, p.hasPos, p.seek, p.from = Fetching, pos, true, false, -1
+	p.idle = false
 	p.req = offsetstore.StartRequest{}
 	if _, set := p.wm.Committable(); !set || p.wm.Generation() != c.gen {
 		p.wm = offsets.NewWatermark(c.gen, p.epoch, offset)

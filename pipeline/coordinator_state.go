@@ -88,6 +88,9 @@ type partition struct {
 	queued   bool // in its leader's ready list
 	retryAt  time.Time
 	failures int
+	// idle: the last fetch found the partition caught up, so its next
+	// fetch (a long poll) reserves no budget for it (see planFetch).
+	idle bool
 
 	wm        offsets.Watermark
 	committed int64 // last offset committed in this generation, -1 none

@@ -2,6 +2,9 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -113,4 +116,64 @@ func TestByteBudgetBoundsBuffering(t *testing.T) {
 		t.Fatalf("buffered only %d bytes: the slow stage never filled the budget, the test proves nothing", st.MaxBufferedBytes)
 	}
 	t.Logf("max buffered %d bytes (budget %d), %d records processed", st.MaxBufferedBytes, int64(cfg.Consumer.BufferBytes), st.RecordsProcessed)
+}
+
+// TestShutdownAbandonsStageIgnoringCancellation: a stage call that ignores
+// its context and blocks forever does not hold the shutdown: Run returns
+// within shutdown_timeout plus a small bound, with an *AbandonedError
+// naming the stage, the stuck record's offset is not committed, and the
+// stage is not closed (its call still runs). The
+// abandoned goroutine is the stage's call, blocked in the stage's code;
+// the test releases it when it ends so goleak finds nothing left.
+func TestShutdownAbandonsStageIgnoringCancellation(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	topic, group := c.Name("stuck"), c.Name("g-stuck")
+	c.CreateTopic(t, topic, 1)
+	c.Produce(t, topic, 0, 20, values("s"))
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var entered atomic.Bool
+	deaf := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		for _, r := range in {
+			if r.Offset == 12 {
+				entered.Store(true)
+				<-release // ignores ctx, forever
+			}
+		}
+		return in, nil
+	})
+	cfg := fastConfig(c, group, topic)
+	cfg.ShutdownTimeout = 2 * time.Second
+	cfg.Consumer.MaxPartitionFetchBytes = 50 // a few records per batch
+	closed := &closeRecorder{Stage: deaf}
+	r := start(t, cfg, pipeline.WithStage("deaf", closed))
+	waitFor(t, 10*time.Second, "the stage to block on offset 12", entered.Load)
+	began := time.Now()
+	err := r.shutdown(t)
+	took := time.Since(began)
+	if took > cfg.ShutdownTimeout+2*time.Second {
+		t.Fatalf("Run returned %v after the stop, want within shutdown_timeout (%v) + 2s", took, cfg.ShutdownTimeout)
+	}
+	var ab *pipeline.AbandonedError
+	if !errors.As(err, &ab) || !slices.Equal(ab.Stages, []string{"deaf"}) || !strings.Contains(err.Error(), "ignore cancellation") {
+		t.Fatalf("Run returned %v, want an *AbandonedError naming stage deaf", err)
+	}
+	if got := c.Committed(t, group, topic)[0]; got > 12 {
+		t.Fatalf("committed %d: passes the record whose stage call was abandoned (offset 12)", got)
+	}
+	if closed.closed.Load() {
+		t.Fatal("the stage was closed while its call was still running")
+	}
+	t.Logf("Run returned in %v: %v", took, err)
+}
+
+// closeRecorder is a stage that remembers whether it was closed.
+type closeRecorder struct {
+	stages.Stage
+	closed atomic.Bool
+}
+
+func (c *closeRecorder) Close(context.Context) error {
+	c.closed.Store(true)
+	return nil
 }

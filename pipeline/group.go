@@ -191,6 +191,10 @@ func (m *member) revoke(ctx context.Context, gm *group.Member, gen offsets.Gener
 	case lost:
 	case err != nil:
 		m.log.Warn("revoke finished with an error", zap.Int32("generation", int32(m.gen)), zap.Error(err))
+	case ev.drainMissed:
+		m.log.Info("partitions revoked: committed the records that finished; those in flight at the drain deadline "+
+			"were not committed and are processed again by the partition's next owner", zap.Int32("generation", int32(m.gen)),
+			zap.Int("partitions", len(mine)))
 	default:
 		m.log.Info("partitions revoked: in-flight work drained and committed", zap.Int32("generation", int32(m.gen)),
 			zap.Int("partitions", len(mine)))

@@ -60,6 +60,7 @@ type Pipeline struct {
 
 	started   atomic.Bool
 	closeOnce sync.Once
+	abandoned atomic.Pointer[[]string] // stages whose calls Run abandoned: not closed
 	loop      atomic.Pointer[coordinatorLoop]
 	stats     pipelineStats
 }
@@ -233,10 +234,12 @@ func (p *Pipeline) Stats(ctx context.Context) (Stats, error) {
 // returns an error if the pipeline could not start (the cluster is
 // unreachable within kafka.dial_timeout, a consumed, output or
 // dead-letter topic does not exist), if the shutdown deadline passed
-// before in-flight records finished, if the final commit failed, or a
+// before in-flight records finished, an *AbandonedError if a stage call
+// ignored its cancellation (Run returns about a second after the
+// deadline anyway), if the final commit failed, or a
 // *StoppedPartitionsError if partitions were stopped when it ended. A
 // Pipeline runs once. When Run returns, it has closed every stage that
-// implements stages.Closer.
+// implements stages.Closer (except a stage whose call was abandoned).
 func (p *Pipeline) Run(ctx context.Context) error {
 	if !p.started.CompareAndSwap(false, true) {
 		return ErrAlreadyStarted

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
+	"syscall"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -18,10 +21,18 @@ import (
 // a dead-letter sink (WithDeadLetterSink). Records go to the partition their key hashes to
 // (records without a key are spread round-robin).
 //
-// An error that writing the same records again cannot fix (a record
-// larger than the topic accepts, an invalid record, no permission to
-// write the topic) is marked stages.Permanent, so the pipeline does not
-// retry it: it dead-letters the record or stops the partition.
+// Its errors are classified for the pipeline:
+//
+//   - stages.Permanent: the broker will never take these records (too
+//     large, invalid, refused by policy); the pipeline dead-letters the
+//     record (or stops the partition) without retrying.
+//   - stages.Unavailable: the topic cannot be written now, whatever the
+//     record (unknown or deleted topic, not authorized, no leader, not
+//     enough replicas, a timeout, brokers unreachable); the pipeline
+//     holds the partition and retries until it can write, dead-lettering
+//     nothing.
+//   - anything else is retried a few times, then handled like a
+//     permanent error.
 type Producer struct {
 	w         *kafka.Writer
 	transport *kafka.Transport
@@ -72,21 +83,38 @@ func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
 		msgs[i] = toMessage(r)
 	}
 	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		err = fmt.Errorf("produce to %q: %w", p.w.Topic, err)
-		if permanentProduceError(err) {
-			return stages.Permanent(err)
-		}
-		return err
+		return classifyProduceError(ctx, fmt.Errorf("produce to %q: %w", p.w.Topic, err))
 	}
 	return nil
 }
 
-// permanentProduceErrors are broker answers that writing the same records
-// again will not change.
+// permanentProduceErrors are broker answers about the records
+// themselves, that writing the same records again will not change.
 var permanentProduceErrors = []kafka.Error{
 	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
-	kafka.InvalidTopic, kafka.TopicAuthorizationFailed, kafka.PolicyViolation,
-	kafka.UnsupportedForMessageFormat,
+	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
+}
+
+// unavailableProduceErrors are broker answers that say the topic cannot
+// take any record now, whatever the record. (Any other error a broker
+// marks retriable counts too.)
+var unavailableProduceErrors = []kafka.Error{
+	kafka.UnknownTopicOrPartition, kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed,
+	kafka.LeaderNotAvailable, kafka.NotLeaderForPartition, kafka.InvalidTopic, kafka.BrokerNotAvailable,
+	kafka.NotEnoughReplicas, kafka.NotEnoughReplicasAfterAppend, kafka.RequestTimedOut, kafka.NetworkException,
+	kafka.KafkaStorageError, kafka.SASLAuthenticationFailed,
+}
+
+// classifyProduceError marks err, a WriteMessages error under ctx, as
+// stages.Permanent or stages.Unavailable (see Producer), or leaves it.
+func classifyProduceError(ctx context.Context, err error) error {
+	switch {
+	case unavailableProduceError(ctx, err):
+		return stages.Unavailable(err)
+	case permanentProduceError(err):
+		return stages.Permanent(err)
+	}
+	return err
 }
 
 // permanentProduceError reports whether err (a WriteMessages error) is
@@ -113,6 +141,28 @@ func permanentProduceError(err error) bool {
 	}
 	var ke kafka.Error
 	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
+}
+
+// unavailableProduceError reports whether err (a WriteMessages error
+// under ctx) says the topic takes no record now: a sink-wide broker
+// answer for any record that failed, or the brokers could not be reached
+// or did not answer in time (while ctx was still live).
+func unavailableProduceError(ctx context.Context, err error) bool {
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) {
+		return slices.ContainsFunc(werrs, func(e error) bool { return e != nil && unavailableProduceError(ctx, e) })
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return slices.Contains(unavailableProduceErrors, ke) || ke.Temporary()
+	}
+	if ctx.Err() != nil {
+		return false // the caller's deadline or cancellation, not the sink's
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // Close flushes and releases the producer's connections (kafka-go's

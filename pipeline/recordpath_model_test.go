@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +38,10 @@ var recordPathSteps atomic.Int64
 // drawn once: pass, drop, emit two, fail a few attempts, fail for good,
 // panic, hang past the processing timeout; the dead-letter sink takes a
 // record, fails a few times first, refuses it whole (too large), or
-// refuses it and its truncated envelope too.
+// refuses it and its truncated envelope too. Stages transform what they
+// emit (a new value, an added header). An outage makes a stage's
+// destination, or the dead-letter sink, unavailable for every record
+// (stages.Unavailable) for its next few calls, then it recovers.
 //
 // After every step it checks:
 //
@@ -48,7 +52,13 @@ var recordPathSteps atomic.Int64
 //	    in the order they were handed to processing, and two units never
 //	    hold records of one key of one partition at once;
 //	(c) a failure of a batch handed out before a seek never stops the
-//	    partition the seek moved.
+//	    partition the seek moved;
+//	(d) a dead letter is the source record as consumed, written once
+//	    per source record and run, and never because of an outage; a
+//	    run that met an outage reported the wait, and its end.
+//
+// Liveness below also covers outages: they end, and everything is
+// committed after them.
 //
 // At the end it answers everything, lets backoffs pass and assigns every
 // partition if no generation is active, until nothing moves, and checks
@@ -110,6 +120,12 @@ type runObs struct {
 	emitted    []map[source]int // by stage; [0] is the unit's input
 	consumed   []map[source]int
 	dead       []map[source]int
+	// deadSources are the source records the sink took this run.
+	deadSources map[source]bool
+	// outages counts the calls that met an outage this run (and the
+	// dead-letter writes that failed and are retried: the partition
+	// waits for those too).
+	outages int
 }
 
 type rpUnit struct {
@@ -159,6 +175,14 @@ type rpModel struct {
 	before    map[offsetstore.TopicPartition]int64 // committable before the step, -1 unset
 	noticesAt int
 	checked   map[offsets.RequestID]bool
+	// violations are broken promises the scripted stages and sink saw.
+	violations []string
+	// outage is, per stage (index k-1) and for the dead-letter sink
+	// (index nStages), how many more calls fail as unavailable.
+	outage []int
+	// waiting is the sum of OnUnavailable's deltas; waitsSeen counts
+	// the waits started.
+	waiting, waitsSeen int
 }
 
 type keyRef struct {
@@ -208,7 +232,17 @@ func newRPModel(t *rapid.T) *rpModel {
 		m.recordErrs = append(m.recordErrs, rapid.Bool().Draw(t, "record errors"))
 		named = append(named, process.NamedStage{Name: fmt.Sprintf("s%d", k), Stage: &scriptStage{m: m, k: k}})
 	}
+	m.outage = make([]int, m.nStages+1)
 	m.chain = process.Chain{
+		OnUnavailable: func(_ string, delta int, err error) {
+			m.waiting += delta
+			if delta > 0 {
+				m.waitsSeen++
+			}
+			if (delta == -1) != (err == nil) {
+				m.violations = append(m.violations, fmt.Sprintf("OnUnavailable delta %d with error %v", delta, err))
+			}
+		},
 		Stages:  named,
 		Policy:  process.FailurePolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retries"), Backoff: time.Microsecond, Stop: m.stopPolicy, Sink: &scriptSink{m: m}},
 		Timeout: 2 * time.Millisecond,
@@ -286,8 +320,16 @@ type scriptStage struct {
 	k int
 }
 
+// errOutage is what a destination that is down answers.
+var errOutage = errors.New("destination down (outage)")
+
 func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	m, obs := s.m, s.m.cur
+	if m.outage[s.k-1] > 0 {
+		m.outage[s.k-1]--
+		obs.outages++
+		return nil, stages.Unavailable(errOutage)
+	}
 	var re stages.RecordErrors
 	hang := false
 	for i, r := range in {
@@ -295,18 +337,23 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 		p := m.plan(s.k, src)
 		ak := fmt.Sprintf("%d/%v", s.k, src)
 		obs.attemptsTP[ak]++
+		// what a stage emits is derived: a new value, an added header,
+		// the source's Offset kept
+		d := r
+		d.Value = fmt.Appendf(nil, "%s>s%d", r.Value, s.k)
+		d.Headers = append(slices.Clone(r.Headers), stages.Header{Key: "derived", Value: []byte{byte(s.k)}})
 		switch p.fate {
 		case fatePass:
-			re.Emit(i, r)
+			re.Emit(i, d)
 		case fateDrop:
 		case fateEmit2:
-			re.Emit(i, r)
-			re.Emit(i, r)
+			re.Emit(i, d)
+			re.Emit(i, d)
 		case fateTransient:
 			if obs.attemptsTP[ak] <= p.n {
 				re.Fail(i, errors.New("transient failure"))
 			} else {
-				re.Emit(i, r)
+				re.Emit(i, d)
 			}
 		case fatePermanent:
 			re.Fail(i, stages.Permanent(errors.New("permanent failure")))
@@ -344,6 +391,11 @@ type scriptSink struct{ m *rpModel }
 
 func (s *scriptSink) Produce(_ context.Context, recs []stages.Record) error {
 	m, obs := s.m, s.m.cur
+	if m.outage[m.nStages] > 0 {
+		m.outage[m.nStages]--
+		obs.outages++
+		return stages.Unavailable(errOutage)
+	}
 	for _, r := range recs {
 		src := sourceOf(r)
 		_, truncated := r.Header(stages.HeaderTruncated)
@@ -352,6 +404,7 @@ func (s *scriptSink) Produce(_ context.Context, recs []stages.Record) error {
 		switch m.dlPlan(src) {
 		case dlTransient:
 			if obs.attemptsTP[ak] <= 2 {
+				obs.outages++ // the partition waits for the sink too
 				return errors.New("dead-letter topic unavailable")
 			}
 		case dlRefuseWhole:
@@ -366,6 +419,16 @@ func (s *scriptSink) Produce(_ context.Context, recs []stages.Record) error {
 		if _, err := fmt.Sscanf(string(name), "s%d", &k); err != nil {
 			return fmt.Errorf("dead letter without a stage header: %v", r.Headers)
 		}
+		if msg, _ := r.Header(stages.HeaderErrorMessage); strings.Contains(string(msg), errOutage.Error()) {
+			m.violations = append(m.violations, fmt.Sprintf("%v was dead-lettered because of an outage: %s", src, msg))
+		}
+		if _, derived := r.Header("derived"); (!truncated && string(r.Value) != "v") || derived {
+			m.violations = append(m.violations, fmt.Sprintf("the dead letter of %v is not the source record: value %q, headers %v", src, r.Value, r.Headers))
+		}
+		if obs.deadSources[src] {
+			m.violations = append(m.violations, fmt.Sprintf("the source record %v was dead-lettered twice in one run", src))
+		}
+		obs.deadSources[src] = true
 		obs.dead[k][src]++
 	}
 	return nil
@@ -689,7 +752,7 @@ func (m *rpModel) RunUnit(t *rapid.T) {
 
 func (m *rpModel) runUnit(r *rpUnit) {
 	recordPathSteps.Add(1)
-	obs := &runObs{attemptsTP: map[string]int{}}
+	obs := &runObs{attemptsTP: map[string]int{}, deadSources: map[source]bool{}}
 	for range m.nStages + 1 {
 		obs.emitted = append(obs.emitted, map[source]int{})
 		obs.consumed = append(obs.consumed, map[source]int{})
@@ -700,15 +763,22 @@ func (m *rpModel) runUnit(r *rpUnit) {
 		obs.emitted[0][sourceOf(rec)]++
 	}
 	m.cur = obs
+	waitsBefore := m.waitsSeen
 	_, r.err = m.chain.Run(context.Background(), recs)
 	r.executed = true
-	// the oracle: a source record finished if every stage finished (or
-	// dead-lettered) every record derived from it that reached it
+	if m.waiting != 0 || (obs.outages > 0) != (m.waitsSeen > waitsBefore) {
+		m.violations = append(m.violations, fmt.Sprintf("a run met %d outage(s) and reported %d wait(s), %d still waiting at its end",
+			obs.outages, m.waitsSeen-waitsBefore, m.waiting))
+	}
+	// the oracle: a source record finished if every stage finished every
+	// record derived from it that reached it, or it was dead-lettered by
+	// that stage or an earlier one (a dead letter is the source record,
+	// written once per run: it stands for every derived record that fails)
 	for _, rec := range recs {
 		s := sourceOf(rec)
-		done := true
+		done, dead := true, 0
 		for k := 1; k <= m.nStages; k++ {
-			if obs.consumed[k][s]+obs.dead[k][s] < obs.emitted[k-1][s] {
+			if dead += obs.dead[k][s]; obs.consumed[k][s] < obs.emitted[k-1][s] && dead == 0 {
 				done = false
 				break
 			}
@@ -794,6 +864,14 @@ func (m *rpModel) Seek(t *rapid.T) {
 		m.seekFence[tp] = m.maxHanded[tp]
 	}
 	m.afterStep()
+}
+
+// Outage makes a stage's destination, or the dead-letter sink,
+// unavailable for every record for its next few calls.
+func (m *rpModel) Outage(t *rapid.T) {
+	i := rapid.IntRange(0, m.nStages).Draw(t, "outage of")
+	m.outage[i] = rapid.IntRange(1, 4).Draw(t, "outage calls")
+	recordPathSteps.Add(1)
 }
 
 func (m *rpModel) Produce(t *rapid.T) {
@@ -910,6 +988,9 @@ func (m *rpModel) plansOf(s source) []stagePlan {
 // Check runs after every action.
 func (m *rpModel) Check(t *rapid.T) {
 	m.h.checkStructure()
+	if len(m.violations) > 0 {
+		t.Fatalf("%s", m.violations[0])
+	}
 	for _, tp := range rpTPs {
 		m.checkAccounted(t, "committed offset", tp, m.committed[tp])
 	}

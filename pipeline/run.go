@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -260,6 +261,9 @@ func (r *runner) run(ctx context.Context) error {
 		Log:          chainLog,
 		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
 		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
+		// an output down for every record holds its partition: counted
+		// for /readyz, never dead-lettered
+		OnUnavailable: p.stats.unavailable,
 	}
 	if p.obs != nil {
 		chain.OnStage = func(s process.StageRun) {
@@ -273,7 +277,8 @@ func (r *runner) run(ctx context.Context) error {
 	})
 
 	wg.Go(func() { loop.run(runCtx) })
-	wg.Go(func() { step.Run(runCtx, processCh, loop.reports) })
+	var abandoned error // step.Run's, read after wg.Wait
+	wg.Go(func() { abandoned = step.Run(runCtx, processCh, loop.reports) })
 	wg.Go(func() {
 		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsets.ResolveRequest) event {
 			return resolvedEvent{resolver.Resolve(ctx, b)}
@@ -289,10 +294,22 @@ func (r *runner) run(ctx context.Context) error {
 
 	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs}
 	err = m.run(ctx)
+	deadlinePassed := runCtx.Err() != nil
+	// Stop every step now. A stage call still running gets
+	// process.DefaultAbandonAfter to return, then is abandoned: Run does
+	// not wait for a stage that ignores its context.
+	cancel()
+	wg.Wait()
+	var ab *process.AbandonedError
+	if errors.As(abandoned, &ab) {
+		p.abandon(ab.Stages)
+		log.Error("stage calls ignored their cancellation and were abandoned", zap.Error(abandoned))
+		return &AbandonedError{Stages: slices.Sorted(maps.Keys(ab.Stages)), Records: ab.Records, Err: abandoned}
+	}
 	if err != nil {
 		return err
 	}
-	if runCtx.Err() != nil {
+	if deadlinePassed {
 		return fmt.Errorf("stopped at the shutdown deadline (%v) before in-flight records finished; they are redelivered after restart", cfg.ShutdownTimeout)
 	}
 	if m.finalErr != nil {
@@ -338,6 +355,28 @@ func (e *StoppedPartitionsError) Unwrap() []error {
 	}
 	return errs
 }
+
+// AbandonedError is what Run returns when, at the end of a stop, stage
+// calls were still running although their context had ended: the stage
+// ignores cancellation (a loop that never checks ctx, a blocking call
+// without a deadline). Run does not wait for them: it returns about a
+// second after the stop's deadline (or its drain, if that came first),
+// leaving the calls' goroutines in the stage's code. Their records are not
+// committed and are redelivered after a restart. The abandoned stages are
+// not closed (stages.Closer), since a call of theirs is still running.
+type AbandonedError struct {
+	// Stages are the names of the stages with a call still running.
+	Stages []string
+	// Records is how many records the abandoned calls held.
+	Records int
+	Err     error
+}
+
+func (e *AbandonedError) Error() string {
+	return "stopped without waiting for stage calls that ignore cancellation: " + e.Err.Error()
+}
+
+func (e *AbandonedError) Unwrap() error { return e.Err }
 
 // fetchJob is a fetch and the context it runs in (aborted on revoke).
 type fetchJob struct {
@@ -453,7 +492,12 @@ func (r *runner) notify(ctx context.Context, in <-chan notice) {
 func (p *Pipeline) Close(ctx context.Context) error {
 	var errs []error
 	p.closeOnce.Do(func() {
+		abandoned := p.abandoned.Load()
 		for _, st := range p.stages {
+			if abandoned != nil && slices.Contains(*abandoned, st.Name) {
+				p.log.Warn("not closing a stage whose call was abandoned (it is still running)", zap.String("stage", st.Name))
+				continue
+			}
 			if c, ok := st.Stage.(stages.Closer); ok {
 				if err := c.Close(ctx); err != nil {
 					errs = append(errs, fmt.Errorf("stage %s: %w", st.Name, err))
@@ -462,6 +506,12 @@ func (p *Pipeline) Close(ctx context.Context) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// abandon notes the stages whose calls Run abandoned: Close leaves them.
+func (p *Pipeline) abandon(running map[string]int) {
+	names := slices.Sorted(maps.Keys(running))
+	p.abandoned.Store(&names)
 }
 
 // closeStages is Close with a deadline, logging what failed.

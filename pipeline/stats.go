@@ -1,12 +1,16 @@
 package pipeline
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Stats are a pipeline's counters and the state of its partitions.
 type Stats struct {
-	// BufferedBytes is the payload of records fetched and not yet
-	// finished by the stages; it stays within consumer.buffer_bytes plus
-	// one fetch response.
+	// BufferedBytes is the memory of records fetched and not yet
+	// finished by the stages (payload and bookkeeping); it stays within
+	// consumer.buffer_bytes plus one record per fetch in flight (a
+	// record larger than the room its fetch had still gets through).
 	BufferedBytes int64
 	// MaxBufferedBytes is the highest BufferedBytes seen.
 	MaxBufferedBytes int64
@@ -37,6 +41,15 @@ type Stats struct {
 	// processing_timeout + process.DefaultStuckAfter: their stage ignores its
 	// context, and their partitions wait.
 	StuckCalls int64
+	// WaitingForOutput is how many stage calls and dead-letter writes
+	// are holding their partition because their destination takes no
+	// record now (stages.IsUnavailable: an unknown or deleted topic, no
+	// permission, no leader, brokers down). Their records are retried
+	// with backoff, not dead-lettered; fetching goes on only within
+	// consumer.buffer_bytes. OutputError is the latest such error
+	// (empty when none waits).
+	WaitingForOutput int64
+	OutputError      string
 	// Partitions is the state of every partition assigned now.
 	Partitions []PartitionStatus
 }
@@ -46,9 +59,26 @@ type pipelineStats struct {
 	processed   atomic.Int64
 	deadLetters atomic.Int64
 	stuck       atomic.Int64
+	waiting     atomic.Int64
+	outputErr   atomic.Pointer[string]
+}
+
+// unavailable takes a process.Chain's OnUnavailable report.
+func (s *pipelineStats) unavailable(stage string, delta int, err error) {
+	if err != nil {
+		msg := fmt.Sprintf("%s: %v", stage, err)
+		s.outputErr.Store(&msg)
+	}
+	if s.waiting.Add(int64(delta)) == 0 {
+		s.outputErr.Store(nil)
+	}
 }
 
 func (s *pipelineStats) snapshot() Stats {
+	var outputErr string
+	if e := s.outputErr.Load(); e != nil {
+		outputErr = *e
+	}
 	return Stats{
 		BufferedBytes:      s.coord.bufferedBytes.Load(),
 		MaxBufferedBytes:   s.coord.maxBuffered.Load(),
@@ -63,5 +93,7 @@ func (s *pipelineStats) snapshot() Stats {
 		StoppedPartitions:  s.coord.stoppedPartitions.Load(),
 		Stops:              s.coord.stops.Load(),
 		StuckCalls:         s.stuck.Load(),
+		WaitingForOutput:   s.waiting.Load(),
+		OutputError:        outputErr,
 	}
 }

@@ -101,6 +101,36 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// unavailable marks the failure of a destination that is down for every
+// record.
+type unavailable struct{ err error }
+
+func (u unavailable) Error() string { return u.err.Error() }
+func (u unavailable) Unwrap() error { return u.err }
+
+// Unavailable marks err as the failure of a destination that no record
+// can be written to now, whatever the record: a topic that does not
+// exist (or was deleted), no permission to write it, no leader, brokers
+// down. It is not the record's fault, so the pipeline neither retries the
+// records one by one nor dead-letters them: it holds the partition,
+// retries the call with backoff (capped at a few seconds) until it
+// succeeds, and reports the wait (/readyz answers 503) meanwhile. The
+// Producer the pipeline gives stages (Env.Producer) marks such errors;
+// a stage that writes elsewhere should mark its own.
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unavailable{err}
+}
+
+// IsUnavailable reports whether err (or an error it wraps) was marked
+// with Unavailable.
+func IsUnavailable(err error) bool {
+	var u unavailable
+	return errors.As(err, &u)
+}
+
 // ErrNoProducer is returned (wrapped) by a stage factory that needs
 // Env.Producer when none is available, as when configurations are linted
 // without a cluster.

@@ -26,6 +26,14 @@ type Header struct {
 // keeps a few bytes of a record for long (a cache, a dedup set) should
 // copy them (bytes.Clone): holding one record's Key keeps its whole
 // response, up to fetch_max_bytes, in memory.
+//
+// Null is not empty. A nil Key, Value or Header.Value is null (a record
+// whose Value is nil is a tombstone: it deletes its key in a compacted
+// topic); a non-nil slice of length 0 is empty. The pipeline hands them
+// out as Kafka stored them and writes them as it gets them, and a stage
+// must keep them apart too: bytes.Clone and sharing the slice do;
+// []byte(string(b)) makes null empty, append([]byte(nil), b...) makes
+// empty null.
 type Record struct {
 	Topic     string
 	Partition int32

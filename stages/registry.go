@@ -83,8 +83,10 @@ type Env struct {
 	// whole, whatever other partitions print meanwhile.
 	Stdout io.Writer
 	// Producer returns a producer to a topic of the pipeline's cluster
-	// (acks=all), shared by stages writing to the same topic. nil where
-	// no cluster is available (lint).
+	// (acks=all), shared by stages writing to the same topic. When a
+	// configuration is checked without a cluster (lint), it records the
+	// topic (where the stage writes) and returns a producer that refuses
+	// every write. nil where none is available (a stage built by hand).
 	Producer func(topic string) (Producer, error)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/fencepost-dev/fencepost/internal/limits"
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -35,6 +36,13 @@ type Config struct {
 	Stages []Stage
 	HTTP   HTTP
 	Log    Log
+	// Redactor hides the secrets the file was loaded with: the values
+	// of secret fields (kafka.sasl.password), of the variables used in
+	// them, and of every variable named like a secret (KAFKA_PASSWORD,
+	// API_TOKEN: see configs/README.md), wherever used. Loading hides
+	// them in its errors; run hides them in its logs and errors. Nil if
+	// there are none.
+	Redactor *logging.Redactor
 }
 
 // HTTP configures the endpoint serving /metrics and /healthz.
@@ -156,10 +164,12 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	d.checkEmbedded(cfg)
 	d.checkZeros(cfg.Pipeline)
 	d.checkTLS(cfg.Pipeline.Kafka.TLS)
+	d.consumed = cfg.Pipeline.Consumer.Topics
 	cfg.Stages = d.stages(reg, fs.Pipeline)
 	d.validate(cfg)
+	cfg.Redactor = logging.NewRedactor(d.secrets...)
 	if len(probs.errs) > 0 {
-		probs.scrub(d.secrets)
+		probs.scrub(cfg.Redactor)
 		return nil, probs.result()
 	}
 	return cfg, nil
@@ -174,14 +184,22 @@ func (p *problems) result() error {
 	return p.errs
 }
 
-// scrub replaces the values of secrets in every message and hint, in
-// case one was also written where a message quotes the value.
-func (p *problems) scrub(secrets []string) {
+// scrub hides the secrets in every key, message and hint, in case one
+// was written where a message quotes the value (see logging.Redactor).
+// A message about a value that shows part of a secret hides the whole
+// value first: the rest of it may hold the secret in pieces too short
+// for the redactor to hide on their own.
+func (p *problems) scrub(r *logging.Redactor) {
+	if r == nil {
+		return
+	}
 	for _, e := range p.errs {
-		for _, s := range secrets {
-			e.Msg = strings.ReplaceAll(e.Msg, s, "[redacted]")
-			e.Hint = strings.ReplaceAll(e.Hint, s, "[redacted]")
+		if e.value != "" && r.Leaks(e.value) {
+			e.Msg = strings.ReplaceAll(e.Msg, strconv.Quote(e.value), strconv.Quote(logging.Redacted))
 		}
+		// A key is never a value, but hiding it too keeps the rule
+		// simple: no output shows a part of a secret.
+		e.Key, e.Msg, e.Hint = r.Redact(e.Key), r.Redact(e.Msg), r.Redact(e.Hint)
 	}
 }
 
@@ -197,10 +215,10 @@ func (d *decoder) http(h httpSection) HTTP {
 	n, perr := strconv.Atoi(port)
 	switch {
 	case err != nil || port == "":
-		d.probs.add(d.keys["http.address"], "http.address", fmt.Sprintf("%q is not host:port", a),
+		d.probs.addValue(d.keys["http.address"], "http.address", a, fmt.Sprintf("%q is not host:port", a),
 			"write e.g. 127.0.0.1:9464 (or :9464 for every interface), or off to disable")
 	case perr != nil || n < 0 || n > 65535:
-		d.probs.add(d.keys["http.address"], "http.address", fmt.Sprintf("%q: the port must be a number from 0 to 65535", a),
+		d.probs.addValue(d.keys["http.address"], "http.address", a, fmt.Sprintf("%q: the port must be a number from 0 to 65535", a),
 			"write e.g. 127.0.0.1:9464 (0 picks a free port), or off to disable")
 	}
 	return HTTP{Address: a}
@@ -218,7 +236,7 @@ func (d *decoder) checkLog(l *Log) {
 				return
 			}
 		}
-		d.probs.add(d.keys[key], key, fmt.Sprintf("%q is not one of %s", *v, strings.Join(allowed, ", ")), "use one of the values listed")
+		d.probs.addValue(d.keys[key], key, *v, fmt.Sprintf("%q is not one of %s", *v, strings.Join(allowed, ", ")), "use one of the values listed")
 	}
 	check("log.level", &l.Level, "info", "debug", "info", "warn", "error")
 	check("log.format", &l.Format, "console", "console", "json")

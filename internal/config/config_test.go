@@ -357,3 +357,42 @@ func TestLoadFile(t *testing.T) {
 		t.Errorf("Load of a missing file: %v", err)
 	}
 }
+
+// TestLoops: a stage writing to a consumed topic, and a topic consumed
+// twice, are refused at their key and line; allow_loop: true on the
+// entry allows the first.
+func TestLoops(t *testing.T) {
+	const head = "kafka:\n  brokers: [localhost:9092]\nconsumer:\n  group: g\n  topics: [orders, audit]\npipeline:\n"
+	cases := []struct {
+		name, src string
+		wants     []want
+	}{
+		{"produce to a consumed topic", head + "  - stage: produce\n    topic: audit\n",
+			[]want{{"8:12", "pipeline[0].topic", `stage produce writes to "audit", which the pipeline consumes (consumer.topics[1])`}}},
+		{"allowed", head + "  - stage: produce\n    topic: orders\n    allow_loop: true\n", nil},
+		{"allowed, flow style", head + "  - {stage: produce, allow_loop: true, topic: orders}\n", nil},
+		{"allow_loop false", head + "  - {stage: produce, allow_loop: false, topic: orders}\n",
+			[]want{{"7:48", "pipeline[0].topic", `writes to "orders"`}}},
+		{"allow_loop not a bool", head + "  - {stage: produce, allow_loop: yes please, topic: orders}\n",
+			[]want{{"7:34", "pipeline[0].allow_loop", "want true or false, found a string"},
+				{"7:53", "pipeline[0].topic", `writes to "orders"`}}},
+		{"produce elsewhere", head + "  - {stage: produce, topic: orders-enriched}\n", nil},
+		{"topic consumed twice", strings.Replace(head, "[orders, audit]", "[orders, audit, orders]", 1) + "  - stage: json\n",
+			[]want{{"5:27", "consumer.topics[2]", `"orders" is listed twice (also consumer.topics[0])`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, errs := parse(t, c.src, nil)
+			if len(c.wants) == 0 {
+				if errs != nil {
+					t.Fatal(errs)
+				}
+				if s := cfg.Stages[0]; s.Spec.Name == "produce" && (len(s.Outputs) != 1 || s.AllowLoop != strings.Contains(c.src, "allow_loop: true")) {
+					t.Errorf("stage %+v", s)
+				}
+				return
+			}
+			checkErrors(t, errs, c.wants)
+		})
+	}
+}

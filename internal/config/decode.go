@@ -23,7 +23,14 @@ type decoder struct {
 	probs   *problems
 	keys    map[string]Position
 	anchors map[string]ast.Node
-	secrets []string // values of secret fields, scrubbed from messages
+	// secrets are the values hidden in every message: those of secret
+	// fields, of the variables used in them, and of variables named
+	// like secrets.
+	secrets []string
+	// consumed are consumer.topics, for the checks of the stages.
+	consumed []string
+	// values are the variables' values each scalar was given.
+	values map[ast.Node][]string
 	// aliased counts the values aliases expanded to, up to
 	// limits.MaxAliasValues.
 	aliased int
@@ -220,8 +227,8 @@ func (d *decoder) decode(path string, n ast.Node, v reflect.Value) {
 			d.wrongType(n, path, t)
 			return
 		}
-		if t == secretType && len(s) >= 3 {
-			d.secrets = append(d.secrets, s)
+		if t == secretType {
+			d.secrets = append(append(d.secrets, s), d.values[n]...)
 		}
 		if t == resetType && !d.resetPolicy(path, n, s) {
 			return
@@ -318,7 +325,7 @@ func (d *decoder) duration(path string, n ast.Node, v reflect.Value) {
 	dur, err := time.ParseDuration(s.Value)
 	if err != nil {
 		_, hint := expects(durationType)
-		d.add(n, path, fmt.Sprintf("%q is not a duration", s.Value), hint)
+		d.probs.addValue(d.pos(n), path, s.Value, fmt.Sprintf("%q is not a duration", s.Value), hint)
 		return
 	}
 	v.SetInt(int64(dur))
@@ -460,6 +467,6 @@ func (d *decoder) resetPolicy(path string, n ast.Node, s string) bool {
 	case p.UnmarshalText([]byte(s)) == nil:
 		hint = fmt.Sprintf("write %s (%q is another client's name for it)", p, s)
 	}
-	d.add(n, path, fmt.Sprintf("%q is not one of earliest, latest, none", s), hint)
+	d.probs.addValue(d.pos(n), path, s, fmt.Sprintf("%q is not one of earliest, latest, none", s), hint)
 	return false
 }

@@ -27,6 +27,9 @@ type Error struct {
 	Msg string
 	// Hint says what to do about it; it may be empty.
 	Hint string
+	// value is the value Msg is about, if any (see
+	// pipeline.FieldError.Value).
+	value string
 }
 
 // Error formats the problem on one line: file:line:col: key: message
@@ -68,10 +71,15 @@ type problems struct {
 }
 
 func (p *problems) add(pos Position, key, msg, hint string) {
+	p.addValue(pos, key, "", msg, hint)
+}
+
+// addValue adds a problem about value, which msg may quote (%q).
+func (p *problems) addValue(pos Position, key, value, msg, hint string) {
 	if hint == "" {
 		hint = "configs/README.md describes every section; the examples there show them in use"
 	}
-	p.errs = append(p.errs, &Error{File: p.file, Position: pos, Key: key, Msg: msg, Hint: hint})
+	p.errs = append(p.errs, &Error{File: p.file, Position: pos, Key: key, Msg: msg, Hint: hint, value: value})
 }
 
 // didYouMean suggests the candidate closest to s, if one is close.

@@ -140,6 +140,30 @@ type expander struct {
 	refs   []reference
 	lookup LookupFunc
 	probs  *problems
+	// values holds, for each scalar node that had references, the values
+	// of the variables it was given, so that a secret field's variables
+	// are known as secrets.
+	values map[ast.Node][]string
+	// secrets are the values of variables named like secrets (see
+	// secretName), wherever they are used.
+	secrets []string
+}
+
+// secretWords are the parts of a variable name that say it holds a
+// secret: its value is hidden in every message, whichever key it is
+// used at.
+var secretWords = []string{"PASS", "SECRET", "TOKEN", "CREDENTIAL", "APIKEY", "API_KEY", "PRIVATE"}
+
+// secretName says whether a variable's name says it holds a secret
+// (KAFKA_PASSWORD, DB_PASSWD, API_TOKEN, ...), in any case.
+func secretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // node returns n with the placeholders in its values replaced, and
@@ -165,7 +189,9 @@ func (x *expander) node(n ast.Node) ast.Node {
 		v.Value = x.node(v.Value)
 	case *ast.LiteralNode:
 		if v.Value != nil {
-			v.Value.Value = x.text(v.Value.Value)
+			var vals []string
+			v.Value.Value, vals = x.text(v.Value.Value)
+			x.record(v, vals)
 		}
 	case *ast.StringNode:
 		return x.scalar(v)
@@ -181,7 +207,24 @@ func (x *expander) scalar(n *ast.StringNode) ast.Node {
 	if !strings.ContainsRune(n.Value, marker) {
 		return n
 	}
-	s := x.text(n.Value)
+	s, vals := x.text(n.Value)
+	out := x.typed(n, s)
+	x.record(out, vals)
+	return out
+}
+
+// record notes the variable values n was given.
+func (x *expander) record(n ast.Node, vals []string) {
+	if len(vals) > 0 {
+		if x.values == nil {
+			x.values = map[ast.Node][]string{}
+		}
+		x.values[n] = vals
+	}
+}
+
+// typed returns n with its text s, typed as the scalar doc says.
+func (x *expander) typed(n *ast.StringNode, s string) ast.Node {
 	tk := *n.Token
 	tk.Value = s
 	if tk.Type != token.StringType { // quoted
@@ -208,14 +251,16 @@ func (x *expander) scalar(n *ast.StringNode) ast.Node {
 }
 
 // text replaces the placeholders in s: a variable by its value (or its
-// default), $${ by ${. Problems are reported at the reference.
-func (x *expander) text(s string) string {
+// default), $${ by ${. Problems are reported at the reference. It also
+// returns the variables' values it used.
+func (x *expander) text(s string) (string, []string) {
 	var b strings.Builder
+	var vals []string
 	for {
 		i := strings.IndexRune(s, marker)
 		if i < 0 {
 			b.WriteString(s)
-			return b.String()
+			return b.String(), vals
 		}
 		b.WriteString(s[:i])
 		s = s[i+utf8.RuneLen(marker):]
@@ -226,7 +271,15 @@ func (x *expander) text(s string) string {
 		for strings.HasPrefix(s, string(d)) {
 			s = s[size:]
 		}
-		b.WriteString(x.value(&x.refs[d-digit0]))
+		ref := &x.refs[d-digit0]
+		v := x.value(ref)
+		b.WriteString(v)
+		if ref.kind == refVar {
+			vals = append(vals, v)
+			if secretName(ref.name) {
+				x.secrets = append(x.secrets, v)
+			}
+		}
 	}
 }
 

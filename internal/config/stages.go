@@ -28,6 +28,12 @@ type Stage struct {
 	Options stages.Options
 	// Pos is where the entry starts in the file.
 	Pos Position
+	// AllowLoop is the entry's allow_loop: it may write to a topic the
+	// pipeline consumes.
+	AllowLoop bool
+	// Outputs are the topics the stage asked a producer for when it was
+	// built at load time (stages.Env.Producer): where it writes.
+	Outputs []string
 }
 
 // Build builds the stage in env. The options were checked when the file
@@ -72,7 +78,7 @@ func (s *stageNodes) decodeNode(d *decoder, path string, n ast.Node) {
 }
 
 // reserved are the keys of a pipeline entry that are not stage options.
-var reserved = []string{"stage", "name"}
+var reserved = []string{"stage", "name", "allow_loop"}
 
 // entry is one pipeline entry as written.
 type entry struct {
@@ -81,6 +87,7 @@ type entry struct {
 	stageNode ast.Node
 	name      string
 	nameNode  ast.Node
+	allowLoop bool
 	opts      map[string][2]ast.Node // key and value nodes
 	optOrder  []string
 	failed    map[string]bool // options whose alias could not be followed (reported)
@@ -145,6 +152,14 @@ func (d *decoder) entry(path string, item ast.Node) *entry {
 				return
 			}
 			e.name, e.nameNode = s, vn
+		case "allow_loop":
+			b, ok := vn.(*ast.BoolNode)
+			if !ok {
+				d.add(vn, path+".allow_loop", fmt.Sprintf("want true or false, found %s", kindOf(vn)),
+					"write allow_loop: true to let the stage write to a consumed topic")
+				return
+			}
+			e.allowLoop = b.Value
 		default:
 			e.opts[key] = [2]ast.Node{kn, vn}
 			e.optOrder = append(e.optOrder, key)
@@ -186,9 +201,10 @@ func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
 	}
 	before := len(d.probs.errs)
 	opts, bad := d.options(spec, e)
-	st := Stage{Spec: spec, Options: opts, Pos: d.pos(e.node)}
+	st := Stage{Spec: spec, Options: opts, Pos: d.pos(e.node), AllowLoop: e.allowLoop}
 	if len(bad) == 0 {
-		d.lintBuild(st, e, nil)
+		st.Outputs = d.lintBuild(st, e, nil)
+		d.checkLoop(st, e)
 		return st, len(d.probs.errs) == before
 	}
 	// Build it anyway, with the bad options at their defaults, so that
@@ -297,9 +313,47 @@ func (d *decoder) option(path string, o stages.OptionSpec, kn, n ast.Node) (any,
 var errPanic = errors.New("its New function panicked")
 
 // lintEnv is the environment stages are built in at load time: no
-// cluster (a nil Producer, as stages.Env documents) and no output.
-func lintEnv() stages.Env {
-	return stages.Env{Log: stages.NopLogger, Stdout: io.Discard}
+// cluster and no output. Its Producer appends the topic to outputs and
+// returns a producer that refuses every write (the stage is closed
+// without processing anything): so the file knows where each stage
+// writes.
+func lintEnv(outputs *[]string) stages.Env {
+	return stages.Env{Log: stages.NopLogger, Stdout: io.Discard, Producer: func(topic string) (stages.Producer, error) {
+		*outputs = append(*outputs, topic)
+		return lintProducer{}, nil
+	}}
+}
+
+// lintProducer is the producer stages get at load time.
+type lintProducer struct{}
+
+func (lintProducer) Produce(context.Context, []stages.Record) error {
+	return errors.New("no cluster: the configuration is being checked, not run")
+}
+
+// checkLoop reports each topic st writes to that the pipeline consumes,
+// unless the entry allows it (allow_loop: true): every record written
+// there would be read again, and again (5 records became 10,564 in 3 s).
+func (d *decoder) checkLoop(st Stage, e *entry) {
+	if st.AllowLoop {
+		return
+	}
+	for _, topic := range st.Outputs {
+		i := slices.Index(d.consumed, topic)
+		if i < 0 {
+			continue
+		}
+		node, path := e.stageNode, e.path
+		for _, key := range e.optOrder { // the option naming the topic
+			if s, ok := scalarText(e.opts[key][1]); ok && s == topic {
+				node, path = e.opts[key][1], e.path+"."+key
+				break
+			}
+		}
+		d.probs.addValue(d.pos(node), path, topic,
+			fmt.Sprintf("stage %s writes to %q, which the pipeline consumes (consumer.topics[%d]): every record written would be read again, without end", st.Spec.Name, topic, i),
+			"write to another topic; if the pipeline ends the loop itself (a filter before this stage drops what it wrote), add allow_loop: true to this entry")
+	}
 }
 
 // lintBuild builds the stage once so that what only its factory checks
@@ -307,17 +361,19 @@ func lintEnv() stages.Env {
 // option's position when the factory says which option. Errors about
 // the options in skip, and errors naming no option when skip is set, are
 // left out: they were reported, or may come from a substituted value.
-func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) {
-	s, err := newStage(st.Spec, st.Options, lintEnv())
+// It returns the topics the stage asked a producer for.
+func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) (outputs []string) {
+	s, err := newStage(st.Spec, st.Options, lintEnv(&outputs))
 	if errors.Is(err, stages.ErrNoProducer) {
-		// Expected without a cluster: the options were checked first.
-		return
+		// A stage that needs more of a cluster than a producer: the
+		// options were checked first.
+		return outputs
 	}
 	if err != nil {
 		var oe *stages.OptionError
 		isOption := errors.As(err, &oe)
 		if skip != nil && (!isOption || skip[oe.Option]) {
-			return
+			return outputs
 		}
 		if isOption {
 			node := e.stageNode
@@ -326,20 +382,21 @@ func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) {
 				node, path = given[1], e.path+"."+oe.Option
 			}
 			d.add(node, path, fmt.Sprintf("stage %s: option %q: %v", st.Spec.Name, oe.Option, oe.Err), optionDoc(st.Spec, oe.Option))
-			return
+			return outputs
 		}
 		hint := "check the stage's options (the stages command documents them)"
 		if errors.Is(err, errPanic) {
 			hint = "this is a bug in the stage: tell its authors"
 		}
 		d.add(e.stageNode, e.path, fmt.Sprintf("stage %s: %v", st.Spec.Name, err), hint)
-		return
+		return outputs
 	}
 	if c, ok := s.(stages.Closer); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = c.Close(ctx)
 	}
+	return outputs
 }
 
 func optionDoc(spec stages.Spec, name string) string {

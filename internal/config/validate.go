@@ -3,6 +3,8 @@ package config
 import (
 	"regexp"
 	"strings"
+
+	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
 // validate runs pipeline.Config.Validate and reports each of its errors
@@ -16,19 +18,16 @@ func (d *decoder) validate(cfg *Config) {
 	if err == nil {
 		return
 	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
+	fes := pipeline.FieldErrors(err)
+	if len(fes) == 0 { // not documented by Validate; shown as it is
+		d.probs.add(Position{1, 1}, "", err.Error(), validateHint(""))
+		return
 	}
-	for _, e := range errs {
-		key, msg, ok := strings.Cut(e.Error(), ": ")
-		if !ok || strings.ContainsAny(key, " \"") {
-			key, msg = "", e.Error()
-		}
-		if d.reported(key) {
+	for _, e := range fes {
+		if d.reported(e.Key) {
 			continue // a wrong type there was reported already
 		}
-		d.probs.add(d.keyPos(key), key, msg, validateHint(key))
+		d.probs.addValue(d.keyPos(e.Key), e.Key, e.Value, e.Msg, validateHint(e.Key))
 	}
 }
 

@@ -52,6 +52,8 @@ func (d *decoder) parse(text string, refs []reference, lookup LookupFunc) ast.No
 	}
 	x := &expander{refs: refs, lookup: lookup, probs: d.probs}
 	x.node(docs[0])
+	d.values = x.values
+	d.secrets = append(d.secrets, x.secrets...)
 	var comments []*token.Token
 	for _, tk := range tokens {
 		if tk.Type == token.CommentType {

@@ -20,9 +20,10 @@
 //
 // The variables describe the record being processed:
 //
-//	key        string             the key ("" if null)
-//	value      string             the value ("" if null)
-//	headers    map[string]string  the headers; of repeated names the last wins
+//	key        string or nil      the key; nil if null
+//	value      string or nil      the value; nil if null (a tombstone)
+//	headers    map of string/nil  the headers; of repeated names the last
+//	                              wins; a null header value is nil
 //	topic      string             the source topic
 //	partition  int                the source partition
 //	offset     int                the source offset
@@ -31,15 +32,29 @@
 //	                              string, bool; nil if the value is not
 //	                              valid JSON (or is null)
 //
+// Null is not empty: value == nil is true for a tombstone only, value ==
+// "" for an empty value only, and headers["h"] is nil for a null header
+// value and for an absent header ("h" in headers tells them apart). An
+// expression that passes a null on unchanged (map value: value) keeps it
+// null. A string function or operator applied to nil fails the record
+// (upper(value) on a tombstone): write value ?? "" to read null as
+// empty, or test value == nil first. (key, value and header values are
+// typed string for the checker, which so still refuses key + 1.)
+//
 // A JSON number is an int when written as a whole number (no fraction or
-// exponent), else a float64, so 64-bit ids stay exact. A number neither
-// holds, such as 1e400 or a whole number beyond 64 bits, fails the
-// record with a *NumberError (and so does the json stage): it never
-// becomes nil or a rounded value.
+// exponent: 1, -7, -0, which is 0), else a float64 (1.0, 1e2, 0.5), so
+// 64-bit ids stay exact and json.id % 10 works. A number neither holds,
+// such as 1e400 or a whole number beyond 64 bits (write it with an
+// exponent to accept a rounded float64), fails the record with a
+// *NumberError (and so does the json stage): it never becomes nil or a
+// rounded value. A value nesting arrays and objects deeper than
+// MaxJSONDepth (1000) fails the record with a *DepthError, in the same
+// stages; reading JSON costs time linear in the value's size.
 //
 // Besides expr's built-in functions and operators (string, list and time
 // functions, ?. and ?? for missing fields, "in", matches, ...), toJSON(x)
-// returns x encoded as compact JSON. Examples:
+// returns x encoded as compact JSON, and fromJSON(s) reads a string as
+// json reads the value (same numbers, same depth limit). Examples:
 //
 //	json?.status == "paid" && (json?.amount ?? 0) > 100
 //	headers["tenant"] in ["a", "b"]
@@ -69,7 +84,9 @@
 // # Contract
 //
 // Every stage here leaves its input records untouched (outputs are new
-// records sharing the unchanged slices), is safe for concurrent use, and
+// records sharing the unchanged slices), is safe for concurrent use,
 // reports records that fail in a *stages.RecordErrors so only they are
-// retried.
+// retried, and returns ctx.Err() for the whole batch once its context
+// has ended (checked before every record; an expression that runs is
+// not interrupted, and log's Write to Env.Stdout cannot be).
 package builtin

@@ -31,11 +31,24 @@ const (
 	varJSON      = "json"
 )
 
-// envTypes gives the checker the type of every variable. The run-time
-// environment is a map of the same shape: expr reads a map[string]any
-// without reflection.
+// envTypes gives the checker the type of every variable, as the package
+// documentation states them: a key, a value and header values are
+// strings, so that an expression misusing them (key + 1, a filter
+// condition that is the value) fails the configuration.
 var envTypes = types.Map{
 	varKey: types.String, varValue: types.String, varHeaders: types.TypeOf(map[string]string(nil)),
+	varTopic: types.String, varPartition: types.Int, varOffset: types.Int,
+	varTimestamp: types.TypeOf(time.Time{}), varJSON: types.Any,
+}
+
+// runTypes are the types programs are compiled with for running, once
+// envTypes accepted them: a key, a value and header values are a string
+// or nil (null), so null stays apart from empty. (Compiled with string
+// types, expr emits string-only instructions: value == "x" would fail on
+// a null value instead of being false.) The run-time environment is a
+// map of this shape: expr reads a map[string]any without reflection.
+var runTypes = types.Map{
+	varKey: types.Any, varValue: types.Any, varHeaders: types.TypeOf(map[string]any(nil)),
 	varTopic: types.String, varPartition: types.Int, varOffset: types.Int,
 	varTimestamp: types.TypeOf(time.Time{}), varJSON: types.Any,
 }
@@ -106,14 +119,14 @@ func (fieldPatch) Visit(n *ast.Node) {
 // compileByField compiles src in its byField form: fields (what the
 // expression reads of json) become variables of any type.
 func compileByField(src string, fields []string) (*vm.Program, error) {
-	env := make(types.Map, len(envTypes)+len(fields))
-	for k, v := range envTypes {
+	env := make(types.Map, len(runTypes)+len(fields))
+	for k, v := range runTypes {
 		env[k] = v
 	}
 	for _, f := range fields {
 		env[fieldVar(f)] = types.Any
 	}
-	return expr.Compile(src, expr.Env(env), toJSONFunc, expr.Patch(fieldPatch{}))
+	return expr.Compile(src, expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}))
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
@@ -128,6 +141,27 @@ var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
 	return s, nil
 }, new(func(any) string))
 
+// fromJSONFunc replaces expr's fromJSON(s) (encoding/json, float64
+// numbers) with the json variable's reader, so every JSON an expression
+// reads has the same numbers and the same depth limit: a string that is
+// not JSON, too deep, or with a number no int or float64 holds fails the
+// record.
+var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
+	s, ok := params[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("fromJSON needs a string, not %s", typeName(params[0]))
+	}
+	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only; decoded strings may share it, as strings
+	sc := scanJSON(b)
+	switch {
+	case !sc.valid:
+		return nil, errors.New("fromJSON: the string is not valid JSON")
+	case sc.err != nil:
+		return nil, fmt.Errorf("fromJSON: %w", sc.err)
+	}
+	return decodeValid(b), nil
+}, new(func(string) any))
+
 // compile compiles src once, at build time. A syntax or type error is an
 // *stages.OptionError naming option, carrying expr's message. wantBool
 // rejects expressions whose type is known and not bool. (expr.AsBool is
@@ -137,12 +171,16 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &stages.OptionError{Option: option, Err: fmt.Errorf("%s: empty expression", label)}
 	}
-	u := &usage{}
-	p, err := expr.Compile(src, expr.Env(envTypes), toJSONFunc, expr.Patch(u))
+	checked, err := expr.Compile(src, expr.Env(envTypes), toJSONFunc, fromJSONFunc)
 	if err == nil && wantBool {
-		if t := p.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+		if t := checked.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
 			err = fmt.Errorf("the expression's type is %s; a condition must be a bool (write a comparison such as value == \"x\")", t)
 		}
+	}
+	u := &usage{}
+	var p *vm.Program
+	if err == nil {
+		p, err = expr.Compile(src, expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u))
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown name") {
@@ -210,7 +248,7 @@ func readsOf(programs ...*program) *reads {
 type evaluator struct {
 	vm      vm.VM
 	env     map[string]any
-	headers map[string]string
+	headers map[string]any
 	reads   *reads
 	cache   *memo.Cache // the chain call's, if any
 	// projected: the loaded record's json fields are in reads.vars, and
@@ -221,7 +259,7 @@ type evaluator struct {
 // newEvaluator returns an evaluator for programs that read rd; ctx is
 // the Process call's, whose memo (if any) the evaluator shares.
 func newEvaluator(ctx context.Context, rd *reads) *evaluator {
-	return &evaluator{env: make(map[string]any, len(envTypes)), reads: rd, cache: memo.From(ctx)}
+	return &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
 }
 
 // load sets the variables the programs use to r's. Key, value and header
@@ -233,10 +271,10 @@ func newEvaluator(ctx context.Context, rd *reads) *evaluator {
 func (e *evaluator) load(r *stages.Record) error {
 	u, env := e.reads.uses, e.env
 	if u&useKey != 0 {
-		env[varKey] = bytesString(r.Key)
+		env[varKey] = nullable(r.Key)
 	}
 	if u&useValue != 0 {
-		env[varValue] = bytesString(r.Value)
+		env[varValue] = nullable(r.Value)
 	}
 	if u&useTopic != 0 {
 		env[varTopic] = r.Topic
@@ -252,13 +290,13 @@ func (e *evaluator) load(r *stages.Record) error {
 	}
 	if u&useHeaders != 0 {
 		if e.headers == nil {
-			e.headers = make(map[string]string, len(r.Headers))
+			e.headers = make(map[string]any, len(r.Headers))
 			env[varHeaders] = e.headers
 		} else {
 			clear(e.headers)
 		}
 		for _, h := range r.Headers { // the last header of a name wins, as in Record.Header
-			e.headers[h.Key] = bytesString(h.Value)
+			e.headers[h.Key] = nullable(h.Value)
 		}
 	}
 	e.projected = false
@@ -288,6 +326,15 @@ func (e *evaluator) run(p *program) (any, error) {
 	return out, nil
 }
 
+// nullable is b as the variables hold it: nil for null (a nil slice),
+// else its string, sharing b's bytes.
+func nullable(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return bytesString(b)
+}
+
 func bytesString(b []byte) string {
 	if len(b) == 0 {
 		return ""
@@ -311,8 +358,12 @@ func (e *EvalError) Error() string {
 	var fe *file.Error
 	if errors.As(e.Err, &fe) {
 		hint := ""
-		if strings.Contains(fe.Message, "from <nil>") {
+		switch {
+		case strings.Contains(fe.Message, "from <nil>"):
 			hint = "; write ?. where a field may be missing or json is nil (json?.a?.b)"
+		case strings.Contains(fe.Message, "nil"):
+			hint = "; a null key or value, a null or absent header and a missing JSON field are nil, not \"\": " +
+				"test value == nil, or write value ?? \"\" to read null as empty"
 		}
 		return fmt.Sprintf("expression %s: %s (column %d)%s", e.Expr, fe.Message, fe.Column+1, hint)
 	}

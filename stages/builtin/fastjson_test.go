@@ -3,18 +3,21 @@ package builtin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
-
-	fastjson "github.com/segmentio/encoding/json"
 )
 
-// FuzzFastJSONAgreesWithStd: the json stage, the json variable and toJSON
-// use github.com/segmentio/encoding/json for speed; the semantics users
-// rely on are encoding/json's. For any bytes both agree on validity; for
-// valid JSON they decode the same value, and encode it to the same bytes
-// (no HTML escaping, as marshalJSON). A dependency upgrade that drifts
-// fails here.
+// FuzzFastJSONAgreesWithStd: the stages read JSON with their own reader
+// (scanJSON, decodeValid, for linear cost and a depth limit) and write it
+// with github.com/segmentio/encoding/json (toJSON, marshalJSON), for
+// speed; the semantics users rely on are encoding/json's. For any bytes
+// the reader and encoding/json agree on validity; for valid JSON the
+// reader decodes what encoding/json decodes (numbers as documented: see
+// parseJSON) or refuses it for the same reason; and segmentio encodes a
+// decoded value to the bytes encoding/json writes (no HTML escaping, as
+// marshalJSON). A dependency upgrade that drifts fails here.
 func FuzzFastJSONAgreesWithStd(f *testing.F) {
 	for _, s := range []string{
 		`{"id":1,"type":"purchase","user":"u1","price":12.5,"qty":3,"tags":["a","b"],"n":null,"ok":true}`,
@@ -23,40 +26,55 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		"\"\xff\xfe invalid utf-8 \xc3\"",
 		`{"a":{"b":{"c":[{},[],""]}}, "a":2}`,
 		`1e400`, `{"a":1,}`, `01`, "\"\x01\"", ` 	{ } `, `tru`, `"\ud800"`,
+		`[1, 1.0, -0, 1E2, 9223372036854775807, -9223372036854775808, 9223372036854775808]`,
+		`"\ud83d\ude00\ud83d x\udc00\\u0041 \/"`, `-`, `1.`, `.5`, `1e`, `[1 2]`, `{"a" 1}`, `{1:2}`,
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `[[[`, `]`,
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2) + "1" + strings.Repeat("]}", MaxJSONDepth/2),         // at the limit
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2+1),     // past it
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),                                       // past encoding/json's
+		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2) + "]", // past it, not JSON
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		s := scanJSON(b)
 		valid := json.Valid(b)
-		if got := fastjson.Valid(b); got != valid {
-			t.Fatalf("%q: encoding/json says valid=%v, segmentio says %v", b, valid, got)
+		var de *DepthError
+		if s.valid != valid {
+			if errors.As(s.err, &de) && de.Depth > 10000 {
+				return // past encoding/json's own limit, which it calls invalid
+			}
+			t.Fatalf("%.300q: encoding/json says valid=%v, scanJSON says %v", b, valid, s.valid)
 		}
-		if !valid {
+		if !s.valid {
 			return
 		}
-		var std any
-		if json.Unmarshal(b, &std) != nil {
-			return // a number beyond float64: the stages check numbers before decoding
+		want, ok, wantErr := parseJSON(b)
+		if !sameFailure(s.err, wantErr) {
+			t.Fatalf("%.300q: scanJSON refuses it with %v, want %v", b, s.err, wantErr)
 		}
-		var fast any
-		if err := fastjson.Unmarshal(b, &fast); err != nil {
-			t.Fatalf("%q: encoding/json decodes it, segmentio fails: %v", b, err)
+		if !ok {
+			return
 		}
-		if !reflect.DeepEqual(std, fast) {
-			t.Fatalf("%q: decoded differently:\nencoding/json %#v\nsegmentio     %#v", b, std, fast)
+		if _, isObject := want.(map[string]any); isObject != s.object {
+			t.Fatalf("%.300q: object %v, want %v", b, s.object, isObject)
 		}
-		var want bytes.Buffer
-		se := json.NewEncoder(&want)
+		got := decodeValid(b)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
+		}
+		var std bytes.Buffer
+		se := json.NewEncoder(&std)
 		se.SetEscapeHTML(false)
-		if err := se.Encode(std); err != nil {
-			t.Fatalf("%q: encoding/json cannot encode what it decoded: %v", b, err)
+		if err := se.Encode(want); err != nil {
+			t.Fatalf("%.300q: encoding/json cannot encode what it decoded: %v", b, err)
 		}
-		got, err := marshalJSON(std)
+		enc, err := marshalJSON(want)
 		if err != nil {
-			t.Fatalf("%q: segmentio cannot encode what encoding/json encodes: %v", b, err)
+			t.Fatalf("%.300q: segmentio cannot encode what encoding/json encodes: %v", b, err)
 		}
-		if w := bytes.TrimSuffix(want.Bytes(), []byte("\n")); !bytes.Equal(w, got) {
-			t.Fatalf("%q: encoded differently:\nencoding/json %s\nsegmentio     %s", b, w, got)
+		if w := bytes.TrimSuffix(std.Bytes(), []byte("\n")); !bytes.Equal(w, enc) {
+			t.Fatalf("%.300q: encoded differently:\nencoding/json %s\nsegmentio     %s", b, w, enc)
 		}
 	})
 }

@@ -42,10 +42,11 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 
 // Process returns the records the condition holds for, sharing them with
 // in. A record whose evaluation fails is reported in a
-// *stages.RecordErrors.
+// *stages.RecordErrors. Once ctx has ended it returns ctx.Err() (checked
+// before each record).
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, f.reads)
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)
 		}

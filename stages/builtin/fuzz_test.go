@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -15,17 +16,24 @@ import (
 // arbitrary record bytes. No panic escapes a record, every failure is
 // that record's error (a *stages.RecordErrors failing it, never the
 // batch's), and the json stage and the expressions agree on the value: a
-// value json refuses for a number is refused by map with the same error,
+// value json refuses for a number or its depth is refused by map with
+// the same error,
 // a value it accepts reaches map as JSON, one it refuses as invalid is
-// nil there.
+// nil there. A null key, value or header (nulls: bits 1, 2, 4) stays
+// null through map's value: value, and an empty one stays empty.
 func FuzzExprStages(f *testing.F) {
 	for _, v := range []string{
 		`{"id":7,"status":"paid","amount":120.5,"items":[{"sku":"a","n":1}],"note":"x"}`,
 		`{"amount":1e400}`, `{"id":12345678901234567890}`, `{"id":1234567890123456789}`, `[1,2,{"a":null}]`,
 		`"text"`, `null`, `{"a":`, ``, "\xff\xfe", `{"k\"1e400":-0.0e-5}`, `  12  `, `{"a":{"b":{"c":[[[]]]}}}`,
+		`{"id":17,"amount":1.0,"n":-0}`, nested(builtin.MaxJSONDepth), nested(builtin.MaxJSONDepth + 1),
+		strings.Repeat("[", builtin.MaxJSONDepth+1) + strings.Repeat("]", builtin.MaxJSONDepth+1),
 	} {
-		f.Add([]byte(v), []byte("user-1"), []byte("a"))
+		f.Add([]byte(v), []byte("user-1"), []byte("a"), byte(0))
 	}
+	f.Add([]byte(nil), []byte(nil), []byte(nil), byte(7))     // a tombstone, null key and header
+	f.Add([]byte{}, []byte{}, []byte{}, byte(0))              // empty, not null
+	f.Add([]byte(`{"id":1}`), []byte{}, []byte(nil), byte(4)) // a null header on a JSON record
 	env := stagetest.Env(nil, &stagetest.Producer{})
 	js := mustBuild(f, "json", stages.Options{}, env)
 	jsReq := mustBuild(f, "json", stages.Options{"require": []string{"id", "amount"}}, env)
@@ -39,11 +47,31 @@ func FuzzExprStages(f *testing.F) {
 		mustBuild(f, "map", stages.Options{"value": `json.amount * 2`}, env),
 		mustBuild(f, "produce", stages.Options{"topic": "out", "value": `toJSON(json)`, "key": `json?.id`}, env),
 		mustBuild(f, "log", stages.Options{"format": "json"}, env),
+		mustBuild(f, "filter", stages.Options{"if": `json?.id % 10 != 7 && value != nil && (key ?? "") != "x"`}, env),
+		mustBuild(f, "map", stages.Options{"value": `toJSON(fromJSON(value))`}, env),
 		js, jsReq,
 	}
-	f.Fuzz(func(t *testing.T, value, key, header []byte) {
+	identity := mustBuild(f, "map", stages.Options{"value": `value`, "key": `key`, "headers": map[string]string{"h": `headers["h"]`}}, env)
+	f.Fuzz(func(t *testing.T, value, key, header []byte, nulls byte) {
+		if nulls&1 != 0 {
+			value = nil
+		}
+		if nulls&2 != 0 {
+			key = nil
+		}
+		if nulls&4 != 0 {
+			header = nil
+		}
 		r := stages.Record{Topic: "in", Partition: 2, Offset: 40, Value: value, Key: key,
 			Headers: []stages.Header{{Key: "h", Value: header}}}
+		same, err := identity.Process(context.Background(), []stages.Record{r})
+		if err != nil || len(same) != 1 {
+			t.Fatalf("map value: value failed: %v", err)
+		}
+		if o := same[0]; !sameBytes(o.Value, value) || !sameBytes(o.Key, key) || len(o.Headers) != 1 || !sameBytes(o.Headers[0].Value, header) {
+			t.Fatalf("map value: value, key: key changed %q/%q/%q (nil: %v %v %v) into %q/%q/%v",
+				value, key, header, value == nil, key == nil, header == nil, o.Value, o.Key, o.Headers)
+		}
 		for _, st := range exprs {
 			if _, err := processOne(st, r); err != nil {
 				t.Fatal(err)
@@ -58,8 +86,9 @@ func FuzzExprStages(f *testing.F) {
 			t.Fatal(err)
 		}
 		var ne *builtin.NumberError
+		var de *builtin.DepthError
 		switch {
-		case errors.As(verdict, &ne):
+		case errors.As(verdict, &ne) || errors.As(verdict, &de):
 			if out == nil || out.Error() != verdict.Error() {
 				t.Fatalf("json refused %q with %v; map: %v", value, verdict, out)
 			}
@@ -99,6 +128,9 @@ func processOne(st stages.Stage, r stages.Record) (recErr error, broken error) {
 	}
 	return re.Errs[0], nil
 }
+
+// sameBytes is bytes.Equal that also tells null (nil) from empty.
+func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 
 func stringOf(p any) string {
 	if e, ok := p.(error); ok {

@@ -49,10 +49,11 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Process returns the valid records, shared with in; invalid ones are
 // reported in a *stages.RecordErrors. What it learns of each value is
 // kept in the chain's memo for the stages after it (see jsondoc.go).
+// Once ctx has ended it returns ctx.Err() (checked before each record).
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
 	seen := make([]bool, len(j.require))
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := j.check(docFor(cache, r.Value), r.Value, seen); err != nil {
 			return stages.Permanent(err)
 		}
@@ -67,8 +68,8 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 	switch {
 	case !d.valid:
 		return invalidJSON(v)
-	case d.numErr != nil:
-		return d.numErr
+	case d.err != nil:
+		return d.err
 	case len(j.require) == 0:
 		return nil
 	case !d.object && firstByte(v) == 'n':
@@ -107,7 +108,15 @@ func kindName(c byte) string {
 	return "number"
 }
 
+// invalidJSON says why v is not JSON; a null value (a tombstone) and an
+// empty one are told apart.
 func invalidJSON(v []byte) error {
+	switch {
+	case v == nil:
+		return errors.New("value is null (a tombstone), not valid JSON (to drop tombstones before this stage: filter if: value != nil)")
+	case len(v) == 0:
+		return errors.New("value is empty (not null), not valid JSON")
+	}
 	var x any
 	if err := json.Unmarshal(v, &x); err != nil {
 		return fmt.Errorf("value is not valid JSON: %w", err)

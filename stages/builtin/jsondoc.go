@@ -4,18 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
-	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/fencepost-dev/fencepost/internal/memo"
 )
 
 // A record value is read as JSON at most once per chain call, however
 // many stages read it: the first stage that needs it checks it (valid,
-// numbers holdable) and stores a *jsonDoc in the chain's memo; the next
+// nested at most MaxJSONDepth deep, numbers holdable) and stores a *jsonDoc in the chain's memo; the next
 // stages find it there (see internal/memo). A stage that replaces a value
 // hands the next stages new bytes, which have no doc yet.
 //
@@ -35,52 +33,50 @@ import (
 type jsonDoc struct {
 	valid  bool  // the value is JSON text
 	object bool  // valid, and a JSON object
-	big    bool  // valid, with a whole number a float64 would round
-	numErr error // valid, with a number no int or float64 holds: *NumberError
+	err    error // valid but refused: a *DepthError or *NumberError (the record fails)
 	full   any   // the whole value, once parsed (parsed says so)
 	parsed bool
 }
 
-// docFor returns the doc of v from cache, checking v first if cache has
-// none (a nil cache keeps nothing: the check is repeated per stage).
+// docFor returns the doc of v from cache, checking v first (scanJSON) if
+// cache has none (a nil cache keeps nothing: the check is repeated per
+// stage).
 func docFor(cache *memo.Cache, v []byte) *jsonDoc {
 	if x, ok := cache.Get(v); ok {
 		if d, ok := x.(*jsonDoc); ok {
 			return d
 		}
 	}
-	d := &jsonDoc{valid: fastjson.Valid(v)}
-	if d.valid {
-		d.big, d.numErr = scanNumbers(v)
-		d.object = firstByte(v) == '{'
-	}
+	s := scanJSON(v)
+	d := &jsonDoc{valid: s.valid, object: s.object, err: s.err}
 	cache.Put(v, d)
 	return d
 }
 
 // value returns what the json variable holds for v: nil if v is not
 // JSON, else the whole value, parsed once and kept in the doc. The error
-// is the doc's *NumberError.
+// is the doc's: a value too deep or with a number no int or float64
+// holds fails the record.
 func (d *jsonDoc) value(v []byte) (any, error) {
 	switch {
 	case !d.valid:
 		return nil, nil
-	case d.numErr != nil:
-		return nil, d.numErr
+	case d.err != nil:
+		return nil, d.err
 	}
 	if !d.parsed {
-		d.full, d.parsed = decodeValid(v, d.big), true
+		d.full, d.parsed = decodeValid(v), true
 	}
 	return d.full, nil
 }
 
 // project sets env[vars[i]] to what json.<fields[i]> gives on v (nil for
 // an absent field; the last of duplicates wins) and reports true, if v is
-// a JSON object whose numbers are all holdable. Otherwise it sets nothing
-// and reports false: the caller needs value. Only the named members are
+// a JSON object the doc does not refuse. Otherwise it sets nothing and
+// reports false: the caller needs value. Only the named members are
 // decoded, from the bytes, unless the whole value is parsed already.
 func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) bool {
-	if !d.valid || !d.object || d.numErr != nil {
+	if !d.valid || !d.object || d.err != nil {
 		return false
 	}
 	if d.parsed {
@@ -95,45 +91,10 @@ func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) b
 	}
 	eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
-			env[vars[i]] = decodeValid(raw, d.big)
+			env[vars[i]] = decodeValid(raw)
 		}
 	})
 	return true
-}
-
-// decodeValid decodes valid JSON whose numbers are all holdable; big
-// says it may hold whole numbers beyond 2^53, which then become ints.
-func decodeValid(v []byte, big bool) any {
-	switch c := v[0]; {
-	case c == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
-		// No escapes, nothing to replace: the text between the quotes,
-		// sharing the record's bytes (read-only, never reused: see
-		// stages.Record).
-		return bytesString(v[1 : len(v)-1])
-	case c == 't':
-		return true
-	case c == 'f':
-		return false
-	case c == 'n':
-		return nil
-	case c == '-' || c >= '0' && c <= '9':
-		if big {
-			n, _ := jsonNumber(bytesString(v)) // holdable: checked
-			return n
-		}
-		f, _ := strconv.ParseFloat(bytesString(v), 64) // as encoding/json does
-		return f
-	}
-	var x any
-	if !big {
-		_ = fastjson.Unmarshal(v, &x) // valid, numbers holdable: no error
-		return x
-	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	_ = dec.Decode(&x)
-	x, _ = convertNumbers(x) // every number holdable: no error
-	return x
 }
 
 // fieldIndex returns the index in fields of the member name (a JSON

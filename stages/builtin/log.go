@@ -9,13 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/recordjson"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
 var logOptions = []stages.OptionSpec{
 	{Name: "format", Type: stages.TypeString, Default: "text", Enum: []string{"text", "json", "value"},
 		Doc: "text: topic/partition@offset, time, quoted key, value and headers; " +
-			"json: one JSON object per record; value: the raw value"},
+			"json: one JSON object per record, as processor consume -o json prints it (so produce -i json reads it back); value: the raw value"},
 	{Name: "every", Type: stages.TypeInt, Default: 1,
 		Doc: "print one record in every N (counted over all partitions); 1 prints every record"},
 }
@@ -67,10 +68,12 @@ func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
 }
 
 // Process prints the sampled records and returns in itself. A failed
-// write fails that record (in a *stages.RecordErrors).
-func (s *logStage) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+// write fails that record (in a *stages.RecordErrors). Once ctx has ended
+// it returns ctx.Err() (checked before each record; a Write that blocks
+// is not interrupted).
+func (s *logStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	var line bytes.Buffer
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if (s.n.Add(1)-1)%s.every == 0 {
 			line.Reset()
 			s.format1(&line, r)
@@ -90,14 +93,14 @@ func (s *logStage) format1(b *bytes.Buffer, r *stages.Record) {
 	case "value":
 		b.Write(r.Value)
 	case "json":
-		jr := jsonRecord{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: str(r.Key), Value: str(r.Value)}
-		if !r.Timestamp.IsZero() {
-			jr.Timestamp = r.Timestamp.UTC().Format(time.RFC3339Nano)
-		}
+		jr := recordjson.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: recordjson.Timestamp(r.Timestamp)}
+		jr.Key, jr.KeyBase64 = recordjson.EncodeBytes(r.Key)
+		jr.Value, jr.ValueBase64 = recordjson.EncodeBytes(r.Value)
 		if len(r.Headers) > 0 {
-			jr.Headers = make(map[string]*string, len(r.Headers))
-			for _, h := range r.Headers {
-				jr.Headers[h.Key] = str(h.Value)
+			jr.Headers = make([]recordjson.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				jr.Headers[i].Key = h.Key
+				jr.Headers[i].Value, jr.Headers[i].ValueBase64 = recordjson.EncodeBytes(h.Value)
 			}
 		}
 		j, err := appendJSON(b.AvailableBuffer(), jr)
@@ -126,26 +129,6 @@ func (s *logStage) format1(b *bytes.Buffer, r *stages.Record) {
 			b.Write(quote(h.Value))
 		}
 	}
-}
-
-// jsonRecord is the json format's line. Key, value and header values
-// are strings (invalid UTF-8 becomes U+FFFD) or null.
-type jsonRecord struct {
-	Topic     string             `json:"topic"`
-	Partition int32              `json:"partition"`
-	Offset    int64              `json:"offset"`
-	Timestamp string             `json:"timestamp,omitempty"`
-	Key       *string            `json:"key"`
-	Value     *string            `json:"value"`
-	Headers   map[string]*string `json:"headers,omitempty"`
-}
-
-func str(b []byte) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
 }
 
 // quote is b as a Go-quoted string, or null for nil: one line whatever

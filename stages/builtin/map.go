@@ -43,10 +43,11 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 
 // Process returns one new record per input record, with the source
 // topic, partition, offset and timestamp of its input. A record whose
-// expressions fail is reported in a *stages.RecordErrors.
+// expressions fail is reported in a *stages.RecordErrors. Once ctx has
+// ended it returns ctx.Err() (checked before each record).
 func (m *mapStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, m.t.reads)
-	return stages.ForEach(in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)
 		}

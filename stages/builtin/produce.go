@@ -60,7 +60,9 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // that returned nil (every record acknowledged), returns in itself. A
 // Produce error is returned as is: nothing of the batch counts as done.
 // Records whose expressions fail are not written and are reported in a
-// *stages.RecordErrors (after the others were acknowledged).
+// *stages.RecordErrors (after the others were acknowledged). Once ctx
+// has ended it returns ctx.Err() without writing (checked before each
+// record; the Produce call gets ctx).
 //
 // A written record has the stage's topic, Partition -1 and Offset -1
 // (the producer picks the partition from the key), the input's
@@ -69,7 +71,11 @@ func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Rec
 	e := newEvaluator(ctx, s.t.reads)
 	batch := make([]stages.Record, 0, len(in))
 	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
+	done := ctx.Done()
 	for i := range in {
+		if ended(done) {
+			return nil, ctx.Err()
+		}
 		r, err := in[i], e.load(&in[i])
 		if err == nil {
 			r, err = s.t.apply(e, in[i])

@@ -38,7 +38,14 @@ func TestCheckerFindsBrokenPromises(t *testing.T) {
 			c.called(1, []stages.Record{rec(0, "")}, []stages.Record{rec(0, ""), rec(0, "")}, nil)
 			c.called(2, []stages.Record{rec(0, "")}, []stages.Record{rec(0, "")}, nil)
 			c.checkMark(tp, 1)
-		}, want: `finished 1 and dead-lettered 0 of the 2 record(s)`},
+		}, want: `finished 1 of the 2 record(s) it was handed for it, and the record was not dead-lettered`},
+		{name: "one dead letter of the source stands for every derived record that failed", run: func(c *checker) {
+			c.called(1, []stages.Record{rec(0, "")}, []stages.Record{rec(0, ""), rec(0, "")}, nil)
+			dl := rec(0, "")
+			dl.Headers = []stages.Header{{Key: stages.HeaderErrorStage, Value: []byte("second")}, {Key: stages.HeaderSourceOffset, Value: []byte("0")}}
+			c.deadLettered(tp, dl)
+			c.checkMark(tp, 1)
+		}},
 		{name: "a dead letter finishes a record", run: func(c *checker) {
 			c.called(1, []stages.Record{rec(0, "")}, []stages.Record{rec(0, "")}, nil)
 			dl := rec(0, "")

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,20 +33,26 @@ func parseID(v []byte) (int64, bool) {
 // records per second until ctx ends, then waits for every write to be
 // acknowledged. It returns how many records were written (ids 0..n-1);
 // any failed write is an error, so no id in that range is missing from
-// the topic.
-func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int) (int64, error) {
+// the topic. written, if set, learns each id's partition.
+func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, written func(id int64, partition int32)) (int64, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
 		n        int64
 	)
-	failed := func(_ *kgo.Record, err error) {
+	failed := func(r *kgo.Record, err error) {
 		if err != nil {
 			mu.Lock()
 			if firstErr == nil {
 				firstErr = err
 			}
 			mu.Unlock()
+			return
+		}
+		if written != nil {
+			if id, ok := parseID(r.Value); ok {
+				written(id, r.Partition)
+			}
 		}
 	}
 	start := time.Now()
@@ -85,7 +92,80 @@ type tally struct {
 	unknown int64           // records whose value is not an id
 	pos     map[int32]int64 // next offset to read, per partition
 	byPhase map[int64]int64 // duplicate copies, by the phase they were seen in
-	phase   *atomic.Int64   // the current phase: kills so far; kills+1 once stopping
+	phase   *atomic.Int64   // the current phase: restarts so far; restarts+1 once stopping
+	// the input partition each id was produced to (-1 not yet known),
+	// and, per input partition, when the reader first saw each of its
+	// ids: when they were processed, within the reader's poll latency
+	inPartition []int32
+	seenAt      map[int32][]time.Time
+	early       map[int64]time.Time // ids seen before their partition was known
+}
+
+func newTally(phase *atomic.Int64) *tally {
+	return &tally{pos: map[int32]int64{}, byPhase: map[int64]int64{}, phase: phase,
+		seenAt: map[int32][]time.Time{}, early: map[int64]time.Time{}}
+}
+
+// producedTo records that id was written to the input partition p.
+func (t *tally) producedTo(id int64, p int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for int64(len(t.inPartition)) <= id {
+		t.inPartition = append(t.inPartition, -1)
+	}
+	t.inPartition[id] = p
+	if at, ok := t.early[id]; ok {
+		delete(t.early, id)
+		t.seenAt[p] = append(t.seenAt[p], at)
+	}
+}
+
+// firstSeen notes when id was first seen in the output (t.mu held).
+func (t *tally) firstSeen(id int64, at time.Time) {
+	if id < int64(len(t.inPartition)) && t.inPartition[id] >= 0 {
+		p := t.inPartition[id]
+		t.seenAt[p] = append(t.seenAt[p], at)
+		return
+	}
+	t.early[id] = at
+}
+
+// everyPartitionSeen reports whether records of every input partition
+// reached the output.
+func (t *tally) everyPartitionSeen(partitions int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p := int32(0); p < partitions; p++ {
+		if len(t.seenAt[p]) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// stalls returns, per input partition, the total of the gaps of at least
+// after between records of it processed (as the reader saw them), and
+// the longest gap of all.
+func (t *tally) stalls(partitions int32, after time.Duration) (perPartition []time.Duration, longest time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stallsLocked(partitions, after)
+}
+
+// stallsLocked is stalls with t.mu held.
+func (t *tally) stallsLocked(partitions int32, after time.Duration) (perPartition []time.Duration, longest time.Duration) {
+	for p := int32(0); p < partitions; p++ {
+		ts := slices.SortedFunc(slices.Values(t.seenAt[p]), func(a, b time.Time) int { return a.Compare(b) })
+		var total time.Duration
+		for i := 1; i < len(ts); i++ {
+			if gap := ts[i].Sub(ts[i-1]); gap >= after {
+				total += gap
+				longest = max(longest, gap)
+			}
+		}
+		perPartition = append(perPartition, total)
+	}
+	return perPartition, longest
 }
 
 // read consumes every partition of topic from the start, with no group,
@@ -102,6 +182,7 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 			return err
 		}
 		t.mu.Lock()
+		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
 			t.records++
 			t.pos[r.Partition] = r.Offset + 1
@@ -116,6 +197,8 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 			t.count[id]++
 			if t.count[id] > 1 {
 				t.byPhase[t.phase.Load()]++
+			} else {
+				t.firstSeen(id, now)
 			}
 		})
 		t.mu.Unlock()

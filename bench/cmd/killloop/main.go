@@ -1,28 +1,46 @@
 //go:build unix
 
-// Command killloop measures how many records the processor repeats
-// (duplicates) per SIGKILL.
+// Command killloop measures what restarts cost the processor: records
+// repeated (duplicates), records lost (must be none), and, for graceful
+// restarts, partitions stopped and the time partitions were not
+// processed.
 //
-// It starts a broker ("processor broker", its own process), an
-// independent producer writing unique ids to topic "in" at a fixed rate,
-// and two processor instances in one group whose only stage copies "in"
-// to "out". Every interval (±20%, from -seed) it SIGKILLs one instance,
-// alternating, and restarts it at once. After the last kill it stops the
-// producer, waits for the group to commit everything, stops both
-// instances with SIGTERM, reads all of "out" with a client of its own (no
-// group) and reports records produced, unique ids, missing ids (a lost
-// record: exit status 1), duplicates, and duplicates per kill.
+// It starts a broker (the processor's embedded one, or Apache Kafka with
+// one or three nodes: -kafka), an independent producer writing unique ids
+// to topic "in" at a fixed rate, and -instances instances in one group
+// whose only stage copies "in" to "out". Then, by -mode:
 //
-// A duplicate is attributed to the kill that preceded the moment the
-// reader saw it; the reader follows "out" live, so that is the kill
+//   - kill: every interval (±20%, from -seed) it SIGKILLs one instance,
+//     in turn, and restarts it at once;
+//   - rolling: it restarts every instance in turn, gracefully (SIGTERM,
+//     wait for the exit, start again), -interval apart, as a deploy does.
+//
+// After the last restart it stops the producer, waits for the group to
+// commit everything, stops the instances with SIGTERM, reads all of "out"
+// with a client of its own (no group) and reports records produced,
+// unique ids, missing ids (a lost record: exit status 1), duplicates per
+// restart, and for rolling restarts the partitions the instances that
+// were not restarting gave up, and how long each input partition went
+// without a record processed.
+//
+// A duplicate is attributed to the restart that preceded the moment the
+// reader saw it; the reader follows "out" live, so that is the restart
 // whose uncommitted records were processed again.
 //
 //	go run ./bench/cmd/killloop -kills 20 -interval 3s -rate 2000
+//	go run ./bench/cmd/killloop -mode rolling -kafka 3node -instances 3 -partitions 64 -membership static
 //
-// The group's session timeout is short (-session-timeout, 1s), so that
-// the partitions of a killed instance move within a second rather than
-// after the default 30s, which would leave the group rebalancing through
-// most of a 3s kill interval.
+// -membership chooses how the instances are in the group: eager (assignor
+// range), cooperative (cooperative-sticky, the default), static
+// (cooperative-sticky and a group_instance_id per instance slot), or
+// franz (not the processor: a franz-go consumer with cooperative-sticky,
+// copying at-least-once with marked commits, for comparison).
+//
+// In kill mode the group's session timeout is short (-session-timeout,
+// 1s), so that the partitions of a killed instance move within a second
+// rather than after the default 30s, which would leave the group
+// rebalancing through most of a 3s kill interval. In rolling mode it is
+// 10s: a static instance must be back within it.
 package main
 
 import (
@@ -52,9 +70,21 @@ const (
 	outputT = "out"
 )
 
+// The membership modes (-membership).
+const (
+	eager       = "eager"
+	cooperative = "cooperative"
+	static      = "static"
+	franz       = "franz"
+)
+
 // options are the command-line flags.
 type options struct {
 	processor      string
+	mode           string // kill or rolling
+	kafka          string // embedded, 1node or 3node
+	membership     string
+	instances      int
 	rate           int
 	kills          int
 	interval       time.Duration
@@ -71,21 +101,41 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("killloop", flag.ContinueOnError)
 	fs.StringVar(&o.processor, "processor", "", "processor binary `PATH` (default: go build ./cmd/processor into the temp dir)")
+	fs.StringVar(&o.mode, "mode", "kill", "kill (SIGKILL an instance every interval) or rolling (restart each instance in turn with SIGTERM)")
+	fs.StringVar(&o.kafka, "kafka", "embedded", "the broker: embedded (processor broker), or Apache Kafka with 1node or 3node (needs Java and Maven)")
+	fs.StringVar(&o.membership, "membership", cooperative, "eager, cooperative, static, or franz (a franz-go consumer instead of the processor)")
+	fs.IntVar(&o.instances, "instances", 2, "instances in the group")
 	fs.IntVar(&o.rate, "rate", 2000, "records per second produced to \"in\"")
-	fs.IntVar(&o.kills, "kills", 20, "SIGKILLs, alternating between the two instances")
-	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between kills (each is jittered by ±20%)")
+	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other")
+	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between restarts (kills are jittered by ±20%)")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of \"in\" and \"out\"")
 	fs.StringVar(&o.commitInterval, "commit-interval", "", "consumer.commit_interval in the config (empty: leave the key out, the default applies)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", time.Second, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times)")
-	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last kill, how long the group may take to commit everything")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll)")
+	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last restart, how long the group may take to commit everything")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the kill jitter (0: from the clock; the report prints it)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (config, logs); it is always kept on failure")
-	fs.BoolVar(&o.verbose, "v", false, "report each kill on stderr")
+	fs.BoolVar(&o.verbose, "v", false, "report each restart on stderr")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.sessionTimeout == 0 {
+		o.sessionTimeout = time.Second
+		if o.mode == "rolling" {
+			o.sessionTimeout = 10 * time.Second
+		}
+	}
+	switch {
+	case o.mode != "kill" && o.mode != "rolling":
+		return o, fmt.Errorf("-mode %q: want kill or rolling", o.mode)
+	case o.kafka != "embedded" && o.kafka != "1node" && o.kafka != "3node":
+		return o, fmt.Errorf("-kafka %q: want embedded, 1node or 3node", o.kafka)
+	case !slices.Contains([]string{eager, cooperative, static, franz}, o.membership):
+		return o, fmt.Errorf("-membership %q: want eager, cooperative, static or franz", o.membership)
+	case o.instances < 1 || o.instances > 16:
+		return o, errors.New("-instances must be between 1 and 16")
 	}
 	if o.rate < 1 || o.kills < 1 || o.interval <= 0 || o.partitions < 1 || o.sessionTimeout < 100*time.Millisecond || o.settle <= 0 {
 		return o, errors.New("-rate, -kills, -partitions must be positive; -interval and -settle too; -session-timeout at least 100ms")
@@ -101,7 +151,12 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == franzWorkerCommand {
+		os.Exit(franzWorker(os.Args[2:], os.Stderr))
+	}
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args)
@@ -129,7 +184,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var procs children
 	defer procs.killAll() // runs before the removal above
 
-	m := &measurement{o: o, dir: dir, procs: &procs, stderr: stderr}
+	m := &measurement{o: o, dir: dir, procs: &procs, stderr: stderr, stopCluster: func() {}}
+	defer func() { m.stopCluster() }() // Apache Kafka, if run started it
 	res, err := m.run(ctx)
 	if err != nil {
 		keep = true
@@ -146,15 +202,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// measurement is one run of the kill loop.
+// measurement is one run of the loop.
 type measurement struct {
-	o      options
-	dir    string
-	procs  *children
-	stderr io.Writer
-	bin    string
-	cfg    string
-	phase  atomic.Int64 // kills so far; kills+1 once the instances are told to stop
+	o           options
+	dir         string
+	procs       *children
+	stderr      io.Writer
+	bin         string
+	addrs       []string
+	stopCluster func()
+	phase       atomic.Int64 // restarts so far; restarts+1 once the instances are told to stop
 }
 
 // result holds the figures of a run.
@@ -163,9 +220,13 @@ type result struct {
 	produced, inRecords, outRecord int64
 	unique, missing, unknown, dups int64
 	firstMissing                   []int64
-	perKill                        []int64 // duplicates attributed to each kill
-	before, after                  int64   // duplicates seen before the first kill, after SIGTERM
+	perKill                        []int64 // duplicates attributed to each restart
+	before, after                  int64   // duplicates seen before the first restart, after SIGTERM
 	problems                       []string
+	// rolling restarts
+	revokedByOthers []int64         // per restart: partitions the other instances gave up
+	stalls          []time.Duration // per input partition: time without a record processed
+	longestStall    time.Duration
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -174,36 +235,45 @@ func (m *measurement) logf(format string, args ...any) {
 	}
 }
 
+// restarts is how many restarts the run makes.
+func (m *measurement) restarts() int {
+	if m.o.mode == "rolling" {
+		return m.o.instances
+	}
+	return m.o.kills
+}
+
 func (m *measurement) run(ctx context.Context) (*result, error) {
 	o := m.o
 	res := &result{processor: o.processor}
-	m.bin = o.processor
-	if m.bin == "" {
+	if o.membership == franz {
+		res.processor = "franz-go kgo consumer (cooperative-sticky), this program's " + franzWorkerCommand
+		var err error
+		if m.bin, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	} else if m.bin = o.processor; m.bin == "" {
 		var err error
 		if m.bin, res.processor, err = buildProcessor(ctx, m.dir); err != nil {
 			return nil, err
 		}
 	}
-	broker, err := m.procs.start(m.dir, "broker", m.bin, "broker", "--port", "0",
-		"--topics", inputT+","+outputT, "--partitions", fmt.Sprint(o.partitions))
-	if err != nil {
+	if err := m.startCluster(ctx); err != nil {
 		return nil, err
 	}
-	addr, err := waitBootstrap(ctx, broker, 30*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	m.logf("broker at %s; temp dir %s", addr, m.dir)
-	if m.cfg, err = writeConfig(m.dir, addr, o); err != nil {
-		return nil, err
-	}
-	seeds := kgo.SeedBrokers(strings.Split(addr, ",")...)
+	m.logf("broker at %v; temp dir %s", m.addrs, m.dir)
+	seeds := kgo.SeedBrokers(m.addrs...)
 	cl, err := kgo.NewClient(seeds)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	if o.kafka != "embedded" {
+		if err := createTopics(ctx, adm, o.partitions, min(3, nodes(o.kafka))); err != nil {
+			return nil, err
+		}
+	}
 
 	// The reader follows "out" from the start for the whole run.
 	rcl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(outputT), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -211,7 +281,7 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		return nil, err
 	}
 	defer rcl.Close()
-	t := &tally{pos: map[int32]int64{}, byPhase: map[int64]int64{}, phase: &m.phase}
+	t := newTally(&m.phase)
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	readDone := make(chan error, 1)
@@ -225,28 +295,30 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 	prodDone := make(chan produced, 1)
 	go func() {
-		n, err := produceAtRate(prodCtx, cl, inputT, o.rate)
+		n, err := produceAtRate(prodCtx, cl, inputT, o.rate, t.producedTo)
 		prodDone <- produced{n, err}
 	}()
 
-	// Two instances; each kill restarts the victim under a new log name.
-	var inst [2]*child
-	starts := [2]int{}
-	startInst := func(i int) error {
-		starts[i]++
-		c, err := m.procs.start(m.dir, fmt.Sprintf("processor-%c%d", 'a'+i, starts[i]), m.bin,
-			"run", "-c", m.cfg, "--http", "off", "--progress", "0")
-		inst[i] = c
-		return err
-	}
+	// The instances; each restart starts the victim under a new log name.
+	inst := make([]*instance, o.instances)
 	for i := range inst {
-		if err := startInst(i); err != nil {
+		inst[i] = &instance{slot: i}
+		if err := m.startInstance(inst[i]); err != nil {
+			return nil, err
+		}
+	}
+	if o.mode == "rolling" {
+		// a rolling restart starts from a settled group
+		if err := m.waitProcessing(ctx, t, inst, readDone); err != nil {
 			return nil, err
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.seed), 0))
-	for k := 1; k <= o.kills; k++ {
-		wait := time.Duration(float64(o.interval) * (0.8 + 0.4*rng.Float64()))
+	for k := 1; k <= m.restarts(); k++ {
+		wait := o.interval
+		if o.mode == "kill" {
+			wait = time.Duration(float64(o.interval) * (0.8 + 0.4*rng.Float64()))
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -256,20 +328,43 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		}
 		for _, c := range inst {
 			if !c.running() {
-				return nil, fmt.Errorf("%s exited on its own before kill %d (%v); see %s", c.name, k, c.err, c.log)
+				return nil, fmt.Errorf("%s exited on its own before restart %d (%v); see %s", c.name, k, c.err, c.log)
 			}
 		}
-		v := (k - 1) % 2
-		old := inst[v]
-		if !old.stop(syscall.SIGKILL, 10*time.Second) {
-			return nil, fmt.Errorf("%s did not die within 10s of SIGKILL", old.name)
+		v := inst[(k-1)%len(inst)]
+		before := m.revokedTotals(inst)
+		old := v.child
+		if o.mode == "kill" {
+			if !old.stop(syscall.SIGKILL, 10*time.Second) {
+				return nil, fmt.Errorf("%s did not die within 10s of SIGKILL", old.name)
+			}
+		} else if !old.stop(syscall.SIGTERM, o.sessionTimeout+30*time.Second) {
+			return nil, fmt.Errorf("%s did not exit within %v of SIGTERM", old.name, o.sessionTimeout+30*time.Second)
+		} else if code := old.exitCode(); code != 0 {
+			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.name, code, old.log))
 		}
 		m.phase.Store(int64(k))
-		if err := startInst(v); err != nil {
+		if err := m.startInstance(v); err != nil {
 			return nil, err
 		}
-		m.logf("kill %d/%d after %v: SIGKILL %s (pid %d); restarted as %s (pid %d)",
-			k, o.kills, wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, inst[v].name, inst[v].cmd.Process.Pid)
+		m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
+			k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
+		if o.mode == "rolling" {
+			// let the rebalance it causes finish before counting
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(o.interval):
+			}
+			after := m.revokedTotals(inst)
+			var n int64
+			for i := range inst {
+				if inst[i] != v && after[i] >= before[i] {
+					n += after[i] - before[i]
+				}
+			}
+			res.revokedByOthers = append(res.revokedByOthers, n)
+		}
 	}
 
 	stopProducing()
@@ -285,13 +380,13 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 
 	// Graceful stop: SIGTERM; a duplicate seen from here on is counted
 	// apart (a graceful stop commits what it processed).
-	m.phase.Store(int64(o.kills) + 1)
+	m.phase.Store(int64(m.restarts()) + 1)
 	for _, c := range inst {
 		c.signal(syscall.SIGTERM)
 	}
 	for _, c := range inst {
-		if !c.wait(45 * time.Second) {
-			res.problems = append(res.problems, fmt.Sprintf("%s did not exit within 45s of SIGTERM (see %s)", c.name, c.log))
+		if !c.wait(o.sessionTimeout + 45*time.Second) {
+			res.problems = append(res.problems, fmt.Sprintf("%s did not exit within %v of SIGTERM (see %s)", c.name, o.sessionTimeout+45*time.Second, c.log))
 		} else if code := c.exitCode(); code != 0 {
 			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", c.name, code, c.log))
 		}
@@ -326,9 +421,75 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	return res, nil
 }
 
+// instance is one slot of the group: the process that fills it now.
+type instance struct {
+	slot   int
+	starts int
+	http   string // the metrics address of the process running now
+	*child
+}
+
+// startInstance starts (or restarts) the process of slot i.
+func (m *measurement) startInstance(in *instance) error {
+	in.starts++
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	in.http = fmt.Sprintf("127.0.0.1:%d", port)
+	name := fmt.Sprintf("instance-%c%d", 'a'+in.slot, in.starts)
+	var c *child
+	if m.o.membership == franz {
+		c, err = m.procs.start(m.dir, name, m.bin, franzWorkerCommand, "-brokers", strings.Join(m.addrs, ","),
+			"-group", group, "-in", inputT, "-out", outputT, "-http", in.http, "-session-timeout", m.o.sessionTimeout.String())
+	} else {
+		cfg, werr := writeConfig(m.dir, m.addrs, m.o, in.slot)
+		if werr != nil {
+			return werr
+		}
+		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", in.http, "--progress", "0")
+	}
+	in.child = c
+	return err
+}
+
+// revokedTotals reads every instance's count of partitions revoked (its
+// /metrics), -1 where it cannot.
+func (m *measurement) revokedTotals(inst []*instance) []int64 {
+	out := make([]int64, len(inst))
+	for i, in := range inst {
+		out[i] = scrapeCounter(in.http, "fencepost_partitions_revoked_total")
+	}
+	return out
+}
+
+// waitProcessing waits until every input partition has had records
+// processed, so the group has settled.
+func (m *measurement) waitProcessing(ctx context.Context, t *tally, inst []*instance, readDone <-chan error) error {
+	deadline := time.Now().Add(m.o.settle)
+	for !t.everyPartitionSeen(int32(m.o.partitions)) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not every partition of %q was processed within %v of the start", inputT, m.o.settle)
+		}
+		for _, c := range inst {
+			if !c.running() {
+				return fmt.Errorf("%s exited on its own at the start (%v); see %s", c.name, c.err, c.log)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readDone:
+			return fmt.Errorf("the reader of %q stopped: %v", outputT, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // waitCaughtUp waits until the group committed the end of "in" on every
 // partition, failing if an instance exits or -settle passes first.
-func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [2]*child) error {
+func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst []*instance) error {
 	start := time.Now()
 	var lag int64
 	for time.Since(start) < m.o.settle {
@@ -344,13 +505,13 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 			return ctx.Err()
 		}
 		if err == nil && done {
-			m.logf("the group committed everything %v after the last kill", time.Since(start).Round(10*time.Millisecond))
+			m.logf("the group committed everything %v after the last restart", time.Since(start).Round(10*time.Millisecond))
 			return nil
 		}
 		lag = l
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the group did not commit the end of %q within %v of the last kill (committed lag %d)", inputT, m.o.settle, lag)
+	return fmt.Errorf("the group did not commit the end of %q within %v of the last restart (committed lag %d)", inputT, m.o.settle, lag)
 }
 
 // count turns what the reader saw into the figures.
@@ -376,10 +537,21 @@ func (m *measurement) count(t *tally, res *result) {
 	}
 	res.dups = res.outRecord - res.unknown - res.unique
 	res.before = t.byPhase[0]
-	res.after = t.byPhase[int64(m.o.kills)+1]
-	for k := 1; k <= m.o.kills; k++ {
+	res.after = t.byPhase[int64(m.restarts())+1]
+	for k := 1; k <= m.restarts(); k++ {
 		res.perKill = append(res.perKill, t.byPhase[int64(k)])
 	}
+	if m.o.mode == "rolling" {
+		res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
+	}
+}
+
+// stallAfter is the gap between two records processed of one input
+// partition from which it counts as not processing: ten times the mean
+// gap at the rate produced, at least 250ms.
+func stallAfter(o options) time.Duration {
+	mean := time.Duration(float64(time.Second) * float64(o.partitions) / float64(o.rate))
+	return max(10*mean, 250*time.Millisecond)
 }
 
 // buildProcessor builds ./cmd/processor of the module in the working
@@ -407,11 +579,12 @@ func buildProcessor(ctx context.Context, dir string) (bin, desc string, err erro
 	return bin, desc, nil
 }
 
-// writeConfig writes the processors' configuration: one produce stage
-// copying "in" to "out", a stop policy for failures, no HTTP server.
-func writeConfig(dir, addr string, o options) (string, error) {
+// writeConfig writes the configuration of the processor in slot: one
+// produce stage copying "in" to "out", a stop policy for failures, the
+// membership of -membership.
+func writeConfig(dir string, addrs []string, o options, slot int) (string, error) {
 	var brokers []string
-	for _, a := range strings.Split(addr, ",") {
+	for _, a := range addrs {
 		brokers = append(brokers, fmt.Sprintf("%q", a))
 	}
 	var b strings.Builder
@@ -428,16 +601,20 @@ consumer:
 	if o.commitInterval != "" {
 		fmt.Fprintf(&b, "  commit_interval: %s\n", o.commitInterval)
 	}
+	switch o.membership {
+	case eager:
+		fmt.Fprintf(&b, "  assignor: range\n")
+	case static:
+		fmt.Fprintf(&b, "  group_instance_id: killloop-%c\n", 'a'+slot)
+	}
 	fmt.Fprintf(&b, `pipeline:
   - stage: produce
     topic: %s
 dead_letter:
   policy: stop
-http:
-  address: off
 shutdown_timeout: 20s
 `, outputT)
-	path := filepath.Join(dir, "killloop.yaml")
+	path := filepath.Join(dir, fmt.Sprintf("killloop-%c.yaml", 'a'+slot))
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
@@ -462,14 +639,37 @@ func (r *result) print(w io.Writer, o options, args []string) {
 	row("unique ids in `out`", "%d", r.unique)
 	row("missing ids", "%d", r.missing)
 	row("duplicates (`out` records − unique ids)", "%d", r.dups)
-	row("kills (SIGKILL)", "%d", len(r.perKill))
-	row("duplicates per kill (mean)", "%.0f", perKill)
-	row("duplicates of one kill, attributed (median / max)", "%d / %d", median, sorted[len(sorted)-1])
-	row("duplicates seen before the first kill / after SIGTERM", "%d / %d", r.before, r.after)
-	fmt.Fprintf(w, "\nper kill: %v\n", r.perKill)
+	what := "kill"
+	if o.mode == "rolling" {
+		what = "restart"
+		row("restarts (SIGTERM, start again)", "%d", len(r.perKill))
+	} else {
+		row("kills (SIGKILL)", "%d", len(r.perKill))
+	}
+	row("duplicates per "+what+" (mean)", "%.0f", perKill)
+	row("duplicates of one "+what+", attributed (median / max)", "%d / %d", median, sorted[len(sorted)-1])
+	row("duplicates seen before the first "+what+" / after SIGTERM", "%d / %d", r.before, r.after)
+	if o.mode == "rolling" {
+		var revoked int64
+		for _, n := range r.revokedByOthers {
+			revoked += n
+		}
+		row("partitions the instances not restarting gave up (all restarts)", "%d", revoked)
+		stalls := slices.Sorted(slices.Values(r.stalls))
+		var total time.Duration
+		for _, d := range stalls {
+			total += d
+		}
+		p99 := stalls[min(len(stalls)-1, len(stalls)*99/100)]
+		row(fmt.Sprintf("time partitions were not processing (total over %d partitions; gaps over %v)", len(stalls), stallAfter(o)), "%v", total.Round(10*time.Millisecond))
+		row("the same, p99 / max of one partition", "%v / %v", p99.Round(10*time.Millisecond), stalls[len(stalls)-1].Round(10*time.Millisecond))
+		row("longest gap of one partition", "%v", r.longestStall.Round(10*time.Millisecond))
+		fmt.Fprintf(w, "\npartitions given up by the others, per restart: %v\n", r.revokedByOthers)
+	}
+	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
 	fmt.Fprintf(w, "command: %s\n", commandLine(args))
-	fmt.Fprintf(w, "settings: %d records/s, %d partitions, %d kills every %v ±20%%, commit_interval %s, session_timeout %v, seed %d\n",
-		o.rate, o.partitions, o.kills, o.interval, ci, o.sessionTimeout, o.seed)
+	fmt.Fprintf(w, "settings: %s, %s membership, %d instances on %s, %d records/s, %d partitions, %d %ss every %v, commit_interval %s, session_timeout %v, seed %d\n",
+		o.mode, o.membership, o.instances, o.kafka, o.rate, o.partitions, len(r.perKill), what, o.interval, ci, o.sessionTimeout, o.seed)
 	fmt.Fprintf(w, "processor: %s\n", r.processor)
 	for _, p := range r.problems {
 		fmt.Fprintf(w, "WARNING: %s\n", p)

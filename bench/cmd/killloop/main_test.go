@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseID(t *testing.T) {
@@ -26,7 +27,7 @@ func TestParseID(t *testing.T) {
 // three times and 3 twice, and one record is not an id.
 func TestCount(t *testing.T) {
 	var phase atomic.Int64
-	tl := &tally{pos: map[int32]int64{}, byPhase: map[int64]int64{}, phase: &phase}
+	tl := newTally(&phase)
 	tl.count = []uint32{1, 3, 0, 2, 0, 1}
 	tl.records = 1 + 3 + 2 + 1 + 1
 	tl.unknown = 1
@@ -42,5 +43,40 @@ func TestCount(t *testing.T) {
 	res.print(&b, m.o, []string{"-kills", "2"})
 	if !strings.Contains(b.String(), "| missing ids | 2 |") {
 		t.Errorf("report:\n%s", b.String())
+	}
+}
+
+// TestStalls: the gaps between records of one input partition reaching
+// the output, from the moment the reader saw them, whether the reader or
+// the producer learned of an id first.
+func TestStalls(t *testing.T) {
+	var phase atomic.Int64
+	tl := newTally(&phase)
+	at := time.Unix(100, 0)
+	seen := func(id int64, ms int) {
+		tl.mu.Lock()
+		tl.firstSeen(id, at.Add(time.Duration(ms)*time.Millisecond))
+		tl.mu.Unlock()
+	}
+	// partition 0: 0ms, 10ms, 900ms (a stall of 890ms), 910ms
+	// partition 1: 0ms, 20ms
+	tl.producedTo(0, 0)
+	seen(0, 0)
+	seen(1, 10) // seen before its partition is known
+	tl.producedTo(1, 0)
+	tl.producedTo(2, 1)
+	seen(2, 0)
+	tl.producedTo(3, 0)
+	seen(3, 900)
+	tl.producedTo(4, 1)
+	seen(4, 20)
+	tl.producedTo(5, 0)
+	seen(5, 910)
+	if !tl.everyPartitionSeen(2) || tl.everyPartitionSeen(3) {
+		t.Fatal("everyPartitionSeen wrong")
+	}
+	per, longest := tl.stalls(2, 250*time.Millisecond)
+	if want := []time.Duration{890 * time.Millisecond, 0}; !slices.Equal(per, want) || longest != 890*time.Millisecond {
+		t.Errorf("stalls = %v, longest %v; want %v, 890ms", per, longest, want)
 	}
 }

@@ -265,18 +265,6 @@ func TestBinaryUnreachableBroker(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // TestBrokerDataDir: with --data-dir, records outlive the broker process.
 func TestBrokerDataDir(t *testing.T) {
 	dir := t.TempDir()

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/goleak"
 
+	"github.com/fencepost-dev/fencepost/internal/cli/clitest"
+	"github.com/fencepost-dev/fencepost/internal/cli/kafkatools"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // TestMain checks that no test leaves a goroutine behind (Main's
@@ -36,34 +39,57 @@ func TestMain(m *testing.M) {
 
 // runCLI runs the command line in process with reg's stages.
 func runCLI(ctx context.Context, reg *stages.Registry, args ...string) (code int, stdout, stderr string) {
-	return runCLIInput(ctx, reg, "", args...)
+	return clitest.Run(ctx, reg, "", commands, args...)
 }
 
-// runCLIInput runs the command line in process with stdin.
-func runCLIInput(ctx context.Context, reg *stages.Registry, stdin string, args ...string) (code int, stdout, stderr string) {
-	var out, errOut stagetest.Buffer
-	code = execute(ctx, args, &cli{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut, registry: reg})
-	return code, out.String(), errOut.String()
+// The record and group descriptions the tools print as JSON.
+type (
+	jsonRecord       = kafkatools.JSONRecord
+	jsonHeader       = kafkatools.JSONHeader
+	groupDescription = kafkatools.GroupDescription
+)
+
+// jsonLines parses consume -o json's output.
+func jsonLines(t *testing.T, out string) []jsonRecord {
+	t.Helper()
+	var recs []jsonRecord
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var j jsonRecord
+		if err := json.Unmarshal([]byte(l), &j); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		recs = append(recs, j)
+	}
+	return recs
 }
+
+// content is a record without where it was (what produce writes).
+func content(j jsonRecord) jsonRecord {
+	j.Topic, j.Partition, j.Offset = "", 0, 0
+	return j
+}
+
+func strp(s string) *string { return &s }
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return clitest.WriteFile(t, dir, name, content)
 }
 
 // testClient returns a franz-go client to the cluster at addr that writes
 // records to the partition they name; the caller closes it.
 func testClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cl
+	return clitest.Client(t, addr, opts...)
+}
+
+// waitUntil polls cond until it holds or timeout passes.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	clitest.WaitUntil(t, timeout, what, cond)
 }
 
 // builtBinary is a main package of the module built once per test run into
@@ -121,4 +147,10 @@ func moduleRoot() (string, error) {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	return clitest.FreeAddr(t)
 }

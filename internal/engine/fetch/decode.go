@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -103,28 +105,33 @@ type partitionDecoder struct {
 }
 
 // decodeRecords returns the records at or after at in raw (zero or more
-// record batches, the last possibly cut short), the next offset to fetch
+// record batches, the last possibly cut short), the next offset to fetch,
 // the records' payload (key, value and header bytes) and the memory they
-// hold (footprint). Control batches (transaction markers),
-// and with read_committed the batches of aborted transactions, are
-// skipped but move next past them. It stops once room is used up: a
-// record that does not fit is kept only when nothing else of the
-// response was, so one huge record cannot stall the partition.
+// hold (footprint). Control batches (transaction markers), and with
+// read_committed the batches of aborted transactions, are skipped but
+// move next past them.
+//
+// It stops once the room is used up: the room counts each record's
+// footprint (so records without key or value count too), and a record
+// that does not fit is kept only when no record of the response was, so
+// one huge record cannot stall the partition.
+//
+// A batch that is corrupt (see ErrCorrupt) ends the decoding: the records
+// of the whole batches before it are returned with next at the corrupt
+// batch, together with the error, so they are delivered and the fetch
+// stops exactly at the bytes that are wrong.
 func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *room, ab *aborts, cs *codecs) (recs []stages.Record, next, payload, bytes int64, err error) {
 	d := partitionDecoder{tp: tp, room: room, aborts: ab, codecs: cs, next: at}
-	if n := countRecords(raw); n > 0 {
-		d.recs = make([]stages.Record, 0, n)
-	}
 	for b := raw; len(b) > 0 && !d.full; {
 		h, ok, err := readHeader(b)
 		if err != nil {
-			return nil, at, 0, 0, err
+			return d.recs, d.next, d.payload, d.bytes, err
 		}
 		if !ok {
 			break
 		}
 		if err := d.batch(&h, b[:h.length]); err != nil {
-			return nil, at, 0, 0, err
+			return d.recs, d.next, d.payload, d.bytes, err
 		}
 		b = b[h.length:]
 	}
@@ -136,28 +143,8 @@ func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *ro
 // header count).
 const minRecordSize = 7
 
-// countRecords is about how many records the whole batches in raw hold,
-// to size decodeRecords' result once. A batch's claimed count is not
-// trusted beyond what its bytes can hold (a corrupt count must not make
-// the decoder allocate it); compressed payloads are counted up to 64Ki
-// records a batch, and the result grows past that if it must.
-func countRecords(raw []byte) int {
-	n := 0
-	for b := raw; ; {
-		h, ok, err := readHeader(b)
-		if err != nil || !ok {
-			return n
-		}
-		limit := (h.length - batchHeaderSize) / minRecordSize
-		if h.attributes&attrCompression != 0 {
-			limit = 1 << 16
-		}
-		n += min(int(h.numRecords), limit)
-		b = b[h.length:]
-	}
-}
-
-// batch decodes one whole batch.
+// batch decodes one whole batch. On an error it leaves the decoder as it
+// was before the batch: a corrupt batch delivers none of its records.
 func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 	if crc32.Checksum(b[crcStart:], castagnoli) != h.crc {
 		return fmt.Errorf("%w: CRC mismatch in the batch at offset %d", ErrCorrupt, h.baseOffset)
@@ -181,28 +168,104 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 		d.next = h.nextOffset()
 		return nil
 	}
+	// Sized now, after the CRC check, for what the bytes can hold and
+	// the room can keep, never for what the header claims alone.
+	first := len(d.recs)
+	if n := min(int(h.numRecords), len(payload)/minRecordSize, int(d.room.left/recordSize)+1); n > 0 {
+		d.recs = slices.Grow(d.recs, n)
+	}
+	saved := *d
+	savedRoom := *d.room
+	fail := func(err error) error {
+		clear(d.recs[first:])
+		if n := len(saved.headers); n < len(d.headers) && cap(d.headers) == cap(saved.headers) {
+			clear(d.headers[n:]) // the same slab: forget this batch's headers
+		}
+		*d = saved
+		d.recs = d.recs[:first]
+		*d.room = savedRoom
+		return err
+	}
 	r := recordReader{b: payload}
+	kept := int64(0)          // payload of this batch's records kept
+	spanFrom, spanTo := -1, 0 // the bytes of payload the kept records take
 	for i := int32(0); i < h.numRecords; i++ {
+		from := len(payload) - len(r.b)
 		rec, size, err := r.record(h, d.tp, &d.headers)
 		if err != nil {
-			return fmt.Errorf("%w: record %d of the batch at offset %d: %w", ErrCorrupt, i, h.baseOffset, err)
+			return fail(fmt.Errorf("%w: record %d of the batch at offset %d: %w", ErrCorrupt, i, h.baseOffset, err))
 		}
 		if rec.Offset < d.next {
+			d.dropHeaders(rec)
 			continue
 		}
-		if size > d.room.left && d.room.kept {
+		fp := footprint(size, len(rec.Headers))
+		if fp > d.room.left && d.room.kept {
+			d.dropHeaders(rec)
 			d.full = true
-			return nil
+			break
 		}
-		d.room.left -= size
+		d.room.left -= fp
 		d.room.kept = true
 		d.payload += size
-		d.bytes += footprint(size, len(rec.Headers))
+		d.bytes += fp
+		kept += size
+		if spanFrom < 0 {
+			spanFrom = from
+		}
+		spanTo = len(payload) - len(r.b)
 		d.recs = append(d.recs, rec)
 		d.next = rec.Offset + 1
 	}
-	d.next = max(d.next, h.nextOffset())
+	if !d.full {
+		if len(r.b) > 0 {
+			// Java refuses this too: the records past the count would
+			// be dropped without a word.
+			return fail(fmt.Errorf("%w: the batch at offset %d says it holds %d records, and has more bytes after them (%d)",
+				ErrCorrupt, h.baseOffset, h.numRecords, len(r.b)))
+		}
+		d.next = max(d.next, h.nextOffset())
+	}
+	if h.attributes&attrCompression != 0 && len(d.recs) > first && 2*(spanTo-spanFrom) < len(payload) {
+		// The records kept take less than half of the decompressed
+		// batch (the room cut it short, or most of it is before the
+		// position): copy them out, so they do not pin the rest.
+		copyOut(d.recs[first:], kept)
+	}
 	return nil
+}
+
+// dropHeaders takes the headers of a record that is not kept off the end
+// of the slab and clears them, so the slab points into no batch for it.
+func (d *partitionDecoder) dropHeaders(rec stages.Record) {
+	clear(rec.Headers)
+	d.headers = d.headers[:len(d.headers)-len(rec.Headers)]
+}
+
+// copyOut moves the keys, values and headers of recs (payload bytes in
+// all) into one new buffer of their own.
+func copyOut(recs []stages.Record, payload int64) {
+	buf := make([]byte, 0, payload)
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(buf)
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
+	}
+	for i := range recs {
+		r := &recs[i]
+		r.Key = take(r.Key)
+		r.Value = take(r.Value)
+		for j := range r.Headers { // the record's own part of the slab
+			hd := &r.Headers[j]
+			start := len(buf)
+			buf = append(buf, hd.Key...)
+			hd.Key = bytesString(buf[start:])
+			hd.Value = take(hd.Value)
+		}
+	}
 }
 
 // controlType is the type of the control record of a control batch's
@@ -309,4 +372,17 @@ func bytesString(b []byte) string {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
+}
+
+// Decode returns the records of raw (whole v2 record batches, compressed
+// or not, as a fetch response holds them) for topic and partition, as the
+// fetch path decodes them: control batches skipped, no transaction
+// filtering (read_uncommitted). It exists so that code writing batches
+// (the producer) can check itself against the decoder that reads them.
+func Decode(topic string, partition int32, raw []byte) ([]stages.Record, error) {
+	cs := newCodecs()
+	defer cs.close()
+	tp := offsetstore.TopicPartition{Topic: topic, Partition: partition}
+	recs, _, _, _, err := decodeRecords(tp, raw, 0, &room{left: math.MaxInt64}, nil, cs)
+	return recs, err
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -312,11 +315,10 @@ func FuzzDecodeRecords(f *testing.F) {
 			at = -at
 		}
 		got, next, payload, size, err := decodeRecords(tp, raw, at, &room{left: 1 << 20}, nil, cs)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("error %v does not wrap ErrCorrupt", err)
-			}
-			return
+		// with an error too: the records of the batches before the
+		// corrupt one keep every promise
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("error %v does not wrap ErrCorrupt", err)
 		}
 		if next < at {
 			t.Fatalf("next %d before the position %d", next, at)
@@ -362,10 +364,262 @@ func FuzzDecodePayload(f *testing.F) {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
 			}
+			if len(got) > 0 || next != 0 {
+				t.Fatalf("a corrupt batch delivered %d records, next %d", len(got), next)
+			}
 			return
 		}
 		if len(got) > int(n) || next != int64(n)+1 && len(got) > 0 && next <= got[len(got)-1].Offset {
 			t.Fatalf("%d records of %d, next %d", len(got), n, next)
 		}
 	})
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeAllocatesAfterCheck (issue 22, 4a): what the decoder
+// allocates for records is sized after a batch's CRC is checked, for what
+// its bytes can hold and the room can keep, never from a header's claim.
+func TestDecodeAllocatesAfterCheck(t *testing.T) {
+	header := func(codec int16, count int32, crcOK bool) []byte {
+		hb := kmsg.RecordBatch{Magic: 2, Attributes: codec, NumRecords: count}
+		b := hb.AppendTo(nil)
+		binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batchLengthEnd))
+		if crcOK {
+			binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[crcStart:], castagnoli))
+		}
+		return b
+	}
+	empty := make([]stages.Record, 10_000)
+	for i := range empty {
+		empty[i] = stages.Record{Offset: int64(i), Timestamp: time.UnixMilli(1_700_000_000_000)}
+	}
+	many := testBatch{base: 0, first: 1_700_000_000_000, records: empty}.encode(t)
+	tests := []struct {
+		name    string
+		raw     []byte
+		room    int64
+		corrupt bool
+		kept    int
+	}{
+		// 8 batch headers of 61 bytes claiming 2^30 zstd records each,
+		// CRC wrong: 64 MiB allocated before the fix
+		{name: "488 bytes of corrupt zstd headers", raw: bytes.Repeat(header(4, 1<<30, false), 8), room: 1 << 30, corrupt: true},
+		{name: "a count the bytes cannot hold", raw: header(0, 1<<30, true), room: 1 << 30, corrupt: true},
+		{name: "a count the room cannot keep", raw: many, room: 10 * recordSize, kept: 10},
+	}
+	cs := newCodecs()
+	defer cs.close()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []stages.Record
+			var err error
+			n := allocated(func() {
+				got, _, _, _, err = decodeRecords(tp, tt.raw, 0, &room{left: tt.room}, nil, cs)
+			})
+			if errors.Is(err, ErrCorrupt) != tt.corrupt {
+				t.Fatalf("err %v, corrupt %v", err, tt.corrupt)
+			}
+			if len(got) != tt.kept {
+				t.Fatalf("kept %d records, want %d", len(got), tt.kept)
+			}
+			if n > 64<<10 {
+				t.Fatalf("allocated %d bytes for %d bytes of input", n, len(tt.raw))
+			}
+		})
+	}
+}
+
+// TestDecodeCopiesRecordsOutOfACutBatch (issue 22, 4b): records kept
+// from a compressed batch that the room cuts short (or whose head is
+// before the position) are copied out of it, so they do not pin the whole
+// decompressed batch: 20 fetches keeping one record each of a batch that
+// decompresses to 2 MiB held 40 MiB before.
+func TestDecodeCopiesRecordsOutOfACutBatch(t *testing.T) {
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 32<<10) }
+	var recs []stages.Record
+	for i := range 64 {
+		r := rec(int64(i), "k", "<nil>", "h", "v")
+		r.Value = value(i)
+		recs = append(recs, r)
+	}
+	raw := testBatch{base: 0, codec: 4, first: recs[0].Timestamp.UnixMilli(), records: recs}.encode(t)
+	cs := newCodecs()
+	defer cs.close()
+	for _, tt := range []struct {
+		name string
+		at   int64
+		room int64
+		want []stages.Record
+	}{
+		{name: "cut short by the room", at: 0, room: 1, want: recs[:1]},
+		{name: "most of it before the position", at: 60, room: 1 << 30, want: recs[60:]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var held [][]stages.Record
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for range 20 {
+				got, _, _, _, err := decodeRecords(tp, raw, tt.at, &room{left: tt.room}, nil, cs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRecords(t, got, tt.want)
+				held = append(held, got)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			if grown > 8<<20 {
+				t.Fatalf("20 decodes keeping %d records each hold %d MiB", len(tt.want), grown>>20)
+			}
+			runtime.KeepAlive(held)
+		})
+	}
+}
+
+// TestDecodeRoomCountsFootprint (issue 22, 4c): the room counts what a
+// kept record holds (its Record and Header values too), so records
+// without key or value are limited like any other.
+func TestDecodeRoomCountsFootprint(t *testing.T) {
+	mk := func(n int, headers ...string) []stages.Record {
+		out := make([]stages.Record, n)
+		for i := range out {
+			out[i] = rec(int64(i), "<nil>", "<nil>", headers...)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		recs []stages.Record
+		room int64
+		kept int
+	}{
+		{name: "no key, no value", recs: mk(100), room: 10 * recordSize, kept: 10},
+		{name: "empty headers", recs: mk(100, "", ""), room: 10 * (recordSize + headerSize), kept: 10},
+		{name: "room for less than one keeps one", recs: mk(100), room: 1, kept: 1},
+	} {
+		for _, codec := range []int16{0, 4} {
+			t.Run(fmt.Sprintf("%s/codec%d", tt.name, codec), func(t *testing.T) {
+				raw := testBatch{base: 0, codec: codec, first: tt.recs[0].Timestamp.UnixMilli(), records: tt.recs}.encode(t)
+				cs := newCodecs()
+				defer cs.close()
+				got, next, _, size, err := decodeRecords(tp, raw, 0, &room{left: tt.room}, nil, cs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameRecords(t, got, tt.recs[:tt.kept])
+				if next != int64(tt.kept) {
+					t.Fatalf("next %d, want %d", next, tt.kept)
+				}
+				if size > max(tt.room, size/int64(tt.kept)) {
+					t.Fatalf("kept %d bytes in a room of %d", size, tt.room)
+				}
+			})
+		}
+	}
+}
+
+// withCount is a batch whose header claims count records (CRC fixed).
+func withCount(t testingT, tb testBatch, count int32) []byte {
+	b := tb.encode(t)
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[crcStart:], castagnoli))
+	return b
+}
+
+// TestDecodeRefusesCountMismatch (issue 22, 4d): a batch whose record
+// count disagrees with its records is corrupt (Java refuses it too); a
+// count lower than the records silently dropped the rest before.
+func TestDecodeRefusesCountMismatch(t *testing.T) {
+	three := []stages.Record{rec(0, "a", "1"), rec(1, "b", "2"), rec(2, "c", "3")}
+	for _, tt := range []struct {
+		name  string
+		count int32
+		ok    bool
+	}{
+		{name: "count below the records", count: 2},
+		{name: "count above the records", count: 4},
+		{name: "count zero", count: 0},
+		{name: "count right", count: 3, ok: true},
+	} {
+		for _, codec := range []int16{0, 1, 4} {
+			t.Run(fmt.Sprintf("%s/codec%d", tt.name, codec), func(t *testing.T) {
+				raw := withCount(t, testBatch{base: 0, codec: codec, first: three[0].Timestamp.UnixMilli(), records: three}, tt.count)
+				cs := newCodecs()
+				defer cs.close()
+				got, next, _, _, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
+				if tt.ok {
+					if err != nil {
+						t.Fatal(err)
+					}
+					sameRecords(t, got, three)
+					return
+				}
+				if !errors.Is(err, ErrCorrupt) || len(got) != 0 || next != 0 {
+					t.Fatalf("err %v, %d records, next %d: want ErrCorrupt, nothing kept, next 0", err, len(got), next)
+				}
+			})
+		}
+	}
+}
+
+// TestDecodeDeliversGoodBatchesBeforeCorrupt (issue 22, 4e): the records
+// of the whole batches before a corrupt one are returned with the error
+// and next at the corrupt batch; none of the corrupt batch's records, nor
+// anything after it.
+func TestDecodeDeliversGoodBatchesBeforeCorrupt(t *testing.T) {
+	first := int64(1_700_000_000_000)
+	good := append(testBatch{base: 0, first: first, records: []stages.Record{rec(0, "a", "1"), rec(1, "b", "2")}}.encode(t),
+		testBatch{base: 2, first: first, records: []stages.Record{rec(2, "c", "3")}}.encode(t)...)
+	bad := testBatch{base: 3, first: first, records: []stages.Record{rec(3, "d", "4"), rec(4, "e", "5")}}.encode(t)
+	after := testBatch{base: 5, first: first, records: []stages.Record{rec(5, "f", "6")}}.encode(t)
+	corruptions := []struct {
+		name  string
+		batch []byte
+		says  string
+	}{
+		{name: "CRC mismatch", batch: func() []byte { b := slices.Clone(bad); b[len(b)-1] ^= 0xff; return b }(), says: "CRC mismatch in the batch at offset 3"},
+		{name: "old message format", batch: func() []byte { b := slices.Clone(bad); b[16] = 1; return b }(), says: "message format v1"},
+		{name: "record runs past its batch", batch: withCount(t, testBatch{base: 3, first: first, records: []stages.Record{rec(3, "d", "4")}}, 2),
+			says: "record 1 of the batch at offset 3"},
+		{name: "count below the records", batch: withCount(t, testBatch{base: 3, first: first, records: []stages.Record{rec(3, "d", "4"), rec(4, "e", "5")}}, 1),
+			says: "the batch at offset 3 says it holds 1 records"},
+	}
+	cs := newCodecs()
+	defer cs.close()
+	for _, c := range corruptions {
+		t.Run(c.name, func(t *testing.T) {
+			raw := slices.Concat(good, c.batch, after)
+			got, next, _, size, err := decodeRecords(tp, raw, 0, &room{left: 1 << 20}, nil, cs)
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("err %v: want ErrCorrupt saying %q", err, c.says)
+			}
+			sameRecords(t, got, []stages.Record{rec(0, "a", "1"), rec(1, "b", "2"), rec(2, "c", "3")})
+			if next != 3 {
+				t.Fatalf("next %d, want 3 (the corrupt batch)", next)
+			}
+			var want int64
+			for _, r := range got {
+				want += footprint(int64(r.Size()), len(r.Headers))
+			}
+			if size != want {
+				t.Fatalf("size %d, the records hold %d", size, want)
+			}
+			// fetched again from the corrupt batch: nothing, the same error
+			got, next, _, _, err = decodeRecords(tp, raw[len(good):], 3, &room{left: 1 << 20}, nil, cs)
+			if !errors.Is(err, ErrCorrupt) || len(got) != 0 || next != 3 {
+				t.Fatalf("from the corrupt batch: err %v, %d records, next %d", err, len(got), next)
+			}
+		})
+	}
 }

@@ -170,10 +170,11 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 		return res
 	}
 	answered := make([]bool, b.Len())
-	// The records kept are capped at the request's MaxBytes of payload:
-	// the broker counts wire bytes, and compressed batches can hold far
-	// more, so the cap is what bounds memory. Records past it are left
-	// for the next fetch.
+	// The records kept are capped at the request's MaxBytes of memory
+	// (each record's footprint, what the budget counts): the broker
+	// counts wire bytes, and compressed batches can hold far more, so
+	// the cap is what bounds memory. Records past it are left for the
+	// next fetch.
 	room := &room{left: int64(b.MaxBytes())}
 	k := 0 // partitions seen: responses usually follow request order
 	for ti := range resp.Topics {
@@ -259,14 +260,14 @@ func (f *Fetcher) decode(b offsets.FetchRequest, i int, p *kmsg.FetchResponseTop
 		return pr
 	}
 	recs, next, payload, bytes, err := decodeRecords(e.Partition, p.RecordBatches, at, room, newAborts(p.AbortedTransactions), f.codecs)
-	if err != nil {
-		pr.Outcome, pr.Err = Fatal, fmt.Errorf("decoding records of %s at %d: %w", e.Partition, at, err)
-		return pr
-	}
 	pr.Next = next
 	if len(recs) > 0 {
 		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsets.Span{Start: at, End: next}, recs, bytes)
 		pr.Bytes, pr.Payload = bytes, payload
+	}
+	if err != nil {
+		// the good batches before the corrupt one are delivered
+		pr.Outcome, pr.Err = Corrupt, fmt.Errorf("records of %s from offset %d: %w", e.Partition, next, err)
 	}
 	return pr
 }

@@ -2,6 +2,8 @@ package fetch_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +243,56 @@ func TestFetchReadCommitted(t *testing.T) {
 		if got != want || pr.Next != 9 {
 			t.Fatalf("read_committed=%v: values %q next %d, want %q and 9", committed, got, pr.Next, want)
 		}
+	}
+}
+
+// TestFetchDeliversGoodBatchesBeforeCorrupt: a partition whose response
+// holds good batches and then a corrupt one answers Corrupt with the good
+// records in its Batch and Next at the corrupt batch, naming the
+// partition and the batch's offset; the other partition of the response
+// is not affected.
+func TestFetchDeliversGoodBatchesBeforeCorrupt(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "bad", 2)
+	corrupt := kafkatest.RecordBatch(3, []byte("d"), []byte("e"))
+	corrupt[len(corrupt)-1] ^= 0xff
+	good := append(kafkatest.RecordBatch(0, []byte("a"), []byte("b")), kafkatest.RecordBatch(2, []byte("c"))...)
+	c.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kreq.(*kmsg.FetchRequest)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.HighWatermark, sp.LastStableOffset = rp.Partition, 5, 5
+				sp.RecordBatches = append(append([]byte(nil), good...), corrupt...)
+				if rp.Partition == 1 {
+					sp.RecordBatches = good
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
+	var entries []offsets.FetchEntry
+	for p := int32(0); p < 2; p++ {
+		pos, _ := offsets.NewPosition(0, 1, 1)
+		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "bad", Partition: p}, Position: pos})
+	}
+	res := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, 1<<20, entries))
+	p0, p1 := res.Partitions[0], res.Partitions[1]
+	if p0.Outcome != fetch.Corrupt || !errors.Is(p0.Err, fetch.ErrCorrupt) || !strings.Contains(p0.Err.Error(), "bad/0") ||
+		!strings.Contains(p0.Err.Error(), "batch at offset 3") {
+		t.Fatalf("partition 0: %v %v, want corrupt naming bad/0 and the batch at offset 3", p0.Outcome, p0.Err)
+	}
+	if p0.Batch == nil || len(p0.Batch.Records()) != 3 || p0.Next != 3 || p0.Bytes != p0.Batch.Bytes() {
+		t.Fatalf("partition 0: batch %v next %d: want the 3 good records, next 3", p0.Batch, p0.Next)
+	}
+	if p1.Outcome != fetch.OK || p1.Batch == nil || len(p1.Batch.Records()) != 3 || p1.Next != 3 {
+		t.Fatalf("partition 1: %v %v next %d, want its 3 records", p1.Outcome, p1.Err, p1.Next)
 	}
 }

@@ -24,10 +24,17 @@ const (
 	// Retriable: a transient error (network, timeout, broker busy): back
 	// off and fetch again.
 	Retriable
-	// Fatal: an error that retrying will not fix (authorization,
-	// corrupt record): the partition keeps retrying with a long backoff
-	// and the error is logged with a hint.
+	// Fatal: an error that retrying will not fix (authorization, TLS
+	// trust): the partition keeps retrying with a long backoff and the
+	// error is logged with a hint.
 	Fatal
+	// Corrupt: the record batch at Next is corrupt (Err wraps ErrCorrupt
+	// and says which batch and what is wrong). Batch holds the records
+	// of the whole batches before it, if any, and Next is where they
+	// end: they are delivered, and the corrupt bytes are not skipped.
+	// Fetching them again may help once (a fault in transit); the
+	// coordinator stops the partition when they stay corrupt.
+	Corrupt
 )
 
 func (o Outcome) String() string {
@@ -42,6 +49,8 @@ func (o Outcome) String() string {
 		return "retriable"
 	case Fatal:
 		return "fatal"
+	case Corrupt:
+		return "corrupt"
 	}
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }

@@ -1,6 +1,7 @@
 package process
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,14 +32,23 @@ type Chain struct {
 	// dead-lettered or stops its partition. Zero means no limit.
 	Timeout time.Duration
 	Log     stages.Logger // required
-	// OnDeadLetter, if set, is called for every record dead-lettered or
-	// dropped by policy (after the sink acknowledged it).
+	// OnDeadLetter, if set, is called for every dead letter written, or
+	// dropped with no sink (after the sink acknowledged it), with the
+	// source record it carries (see Run).
 	OnDeadLetter func(r stages.Record, stage string, err error)
 	// OnStuck, if set, is called with +1 when a stage call has not
 	// returned StuckAfter past its Timeout (the stage ignores its
 	// context and its partition waits for it), and with -1 when such a
 	// call returns at last.
 	OnStuck func(stage string, delta int)
+	// OnUnavailable, if set, is told when a partition waits for a
+	// destination: a stage call failed as unavailable
+	// (stages.IsUnavailable: its destination takes no record now), or a
+	// dead-letter write failed with an error that is not permanent (the
+	// stage is then DeadLetterStage). Delta +1 with the error when the wait starts, 0 with the new error
+	// on every further failed attempt, -1 with a nil error when it ends
+	// (written at last, or ctx ended).
+	OnUnavailable func(stage string, delta int, err error)
 	// StuckAfter is how long past its Timeout a stage call may run
 	// before it is reported as stuck; default DefaultStuckAfter.
 	StuckAfter time.Duration
@@ -47,6 +57,8 @@ type Chain struct {
 	// and dead letters included), from the goroutine that called Run.
 	// It is not called for a stage whose run ctx ended.
 	OnStage func(StageRun)
+
+	calls *callCounter // if set (a Step's chain), counts the stage calls running
 }
 
 // StageRun is what one stage did with the records of one Chain.Run.
@@ -81,8 +93,10 @@ func aborted(ctx context.Context) error { return fmt.Errorf("%w: %w", errAborted
 // stage and returns the output of the last stage.
 //
 // A record that fails a stage is isolated, retried and dead-lettered, and
-// the others go on. Under the stop policy (or when a record cannot be
-// dead-lettered) Run fails with a *StoppedError: the records before the
+// the others go on. What is dead-lettered is the source record the
+// failing record derives from, as it was consumed (records is
+// referenced, not copied), once per source record and Run. Under the
+// stop policy (or when a record cannot be dead-lettered) Run fails with a *StoppedError: the records before the
 // failing one still run through the remaining stages, so that every
 // source record below StoppedError.Offset has finished every stage, and
 // nothing from the failing record on goes further. Run fails with an
@@ -96,6 +110,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 	// within this call (internal/memo).
 	ctx = memo.With(ctx)
 	var stop *stages.StoppedError
+	run := &runState{sources: records}
 	in := records
 	for _, st := range c.Stages {
 		if len(in) == 0 {
@@ -116,7 +131,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 				known = re
 			}
 			var cause error
-			out, failedAt, cause, err = c.isolate(ctx, st, in, known, err, &deadLettered)
+			out, failedAt, cause, err = c.isolate(ctx, run, st, in, known, err, &deadLettered)
 			if err != nil {
 				return nil, err
 			}
@@ -153,7 +168,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 // only. failedAt is -1 when every record finished or was dead-lettered.
 // Each record dead-lettered adds one to *deadLettered. A non-nil err
 // means ctx ended.
-func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
+func (c *Chain) isolate(ctx context.Context, run *runState, st NamedStage, in []stages.Record, known *stages.RecordErrors, batchErr error,
 	deadLettered *int) (out []stages.Record, failedAt int, cause, err error) {
 	j := 0 // next output of known
 	for i := range in {
@@ -184,7 +199,7 @@ func (c *Chain) isolate(ctx context.Context, st NamedStage, in []stages.Record, 
 		if c.Policy.Stop {
 			return out, i, recErr, nil
 		}
-		switch dlErr := c.deadLetter(ctx, st.Name, in[i], recErr); {
+		switch dlErr := c.deadLetter(ctx, run, st.Name, in[i], recErr); {
 		case dlErr == nil:
 			*deadLettered++
 		case ctx.Err() != nil:
@@ -222,9 +237,91 @@ func (c *Chain) retry(ctx context.Context, st NamedStage, r stages.Record, err e
 	return nil, err
 }
 
-// call runs one stage call within the chain's Timeout, turning a panic
-// into an error and reporting a call that ignores its cancellation.
+// MaxUnavailableBackoff caps the wait between two attempts of a call
+// whose destination is unavailable (see stages.Unavailable).
+const MaxUnavailableBackoff = 5 * time.Second
+
+// call runs one stage call (see attempt). A call that fails because its
+// destination is unavailable for every record (stages.IsUnavailable) is
+// not the records' failure: the partition waits, and the same call is
+// made again with backoff (Policy.Backoff doubling up to
+// MaxUnavailableBackoff, or Policy.MaxBackoff if lower) until it
+// succeeds, fails otherwise, or ctx ends. The wait is reported to
+// OnUnavailable.
 func (c *Chain) call(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
+	out, err := c.attempt(ctx, st, in)
+	if err == nil || !stages.IsUnavailable(err) || ctx.Err() != nil {
+		return out, err
+	}
+	w := c.startWait(st.Name, err)
+	defer w.end()
+	for {
+		if !w.sleep(ctx) {
+			return nil, err
+		}
+		if out, err = c.attempt(ctx, st, in); err == nil || !stages.IsUnavailable(err) || ctx.Err() != nil {
+			return out, err
+		}
+		w.failed(err)
+	}
+}
+
+// unavailableWait is one partition waiting for an unavailable
+// destination.
+type unavailableWait struct {
+	c       *Chain
+	stage   string
+	delay   time.Duration
+	max     time.Duration
+	started time.Time
+}
+
+func (c *Chain) startWait(stage string, err error) *unavailableWait {
+	w := &unavailableWait{c: c, stage: stage, delay: c.Policy.Backoff, max: MaxUnavailableBackoff, started: time.Now()}
+	if w.delay <= 0 {
+		w.delay = 100 * time.Millisecond
+	}
+	if m := c.Policy.MaxBackoff; m > 0 && m < w.max {
+		w.max = m
+	}
+	c.Log.Error("cannot write to the destination now: the partition waits and retries the same records "+
+		"(nothing is dead-lettered for this; /readyz reports it)", "stage", stage, "error", err)
+	if c.OnUnavailable != nil {
+		c.OnUnavailable(stage, +1, err)
+	}
+	return w
+}
+
+// sleep waits the backoff; false if ctx ended.
+func (w *unavailableWait) sleep(ctx context.Context) bool {
+	if !wait.For(ctx, w.delay) {
+		return false
+	}
+	w.delay = min(2*w.delay, w.max)
+	return true
+}
+
+func (w *unavailableWait) failed(err error) {
+	w.c.Log.Debug("destination still unavailable; retrying", "stage", w.stage, "error", err, "waiting", time.Since(w.started))
+	if w.c.OnUnavailable != nil {
+		w.c.OnUnavailable(w.stage, 0, err)
+	}
+}
+
+func (w *unavailableWait) end() {
+	w.c.Log.Info("destination wait over", "stage", w.stage, "waited", time.Since(w.started))
+	if w.c.OnUnavailable != nil {
+		w.c.OnUnavailable(w.stage, -1, nil)
+	}
+}
+
+// attempt runs one stage call within the chain's Timeout, turning a panic
+// into an error and reporting a call that ignores its cancellation.
+func (c *Chain) attempt(ctx context.Context, st NamedStage, in []stages.Record) ([]stages.Record, error) {
+	if c.calls != nil {
+		c.calls.enter(st.Name)
+		defer c.calls.leave(st.Name)
+	}
 	if c.Timeout <= 0 {
 		return callStage(ctx, st.Stage, in)
 	}
@@ -278,6 +375,31 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 		}
 	}()
 	return s.Process(ctx, in)
+}
+
+// runState is what one Run knows of its source records: the records as
+// consumed (the Run's input, referenced, not copied), and which of them
+// were dead-lettered already.
+type runState struct {
+	sources []stages.Record
+	dead    map[int64]struct{} // source offsets dead-lettered in this run
+}
+
+// source returns the source record r derives from (the input record
+// whose Offset r carries), or false if r's Offset is none of the input's.
+func (s *runState) source(r stages.Record) (stages.Record, bool) {
+	byOffset := func(x stages.Record, off int64) int { return cmp.Compare(x.Offset, off) }
+	if i, ok := slices.BinarySearchFunc(s.sources, r.Offset, byOffset); ok {
+		return s.sources[i], true
+	}
+	// A unit's records are in offset order; in any other order, look
+	// through them all.
+	for _, x := range s.sources {
+		if x.Offset == r.Offset {
+			return x, true
+		}
+	}
+	return stages.Record{}, false
 }
 
 // sourceSet is the source offsets of one run, to attribute a record a

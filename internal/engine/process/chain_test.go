@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -350,4 +351,202 @@ func TestChainUndeliverable(t *testing.T) {
 		!strings.Contains(err.Error(), "could not be written to the dead-letter topic") {
 		t.Fatalf("err %v, want a stop at 1 because the record cannot be dead-lettered", err)
 	}
+}
+
+// limitSink takes records of at most limit bytes (stages.Record.Size) and
+// refuses larger ones for good, as a topic's max.message.bytes does.
+type limitSink struct {
+	limit int
+	got   []stages.Record
+}
+
+func (s *limitSink) Produce(_ context.Context, rs []stages.Record) error {
+	for _, r := range rs {
+		if r.Size() > s.limit {
+			return stages.Permanent(errors.New("MESSAGE_TOO_LARGE"))
+		}
+	}
+	s.got = append(s.got, rs...)
+	return nil
+}
+
+// TestChainDeadLetterIsTheSourceRecord: the dead letter of a record that
+// an earlier stage transformed is the source record as consumed (key,
+// value, headers, timestamp), with the failing stage, its error and the
+// source coordinates; its size is the source's, so a transformed record
+// too large for the dead-letter topic does not empty a dead letter that
+// fits; a source record two derived records of which fail is
+// dead-lettered once.
+func TestChainDeadLetterIsTheSourceRecord(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	src := func() []stages.Record {
+		rs := records(0, 1, 2)
+		for i := range rs {
+			rs[i].Partition, rs[i].Timestamp = 3, ts
+			rs[i].Key, rs[i].Value = []byte("k"), []byte("v")
+			rs[i].Headers = []stages.Header{{Key: "orig", Value: []byte("h")}}
+		}
+		return rs
+	}
+	// mapper derives a record per input, as the map stage does: new key,
+	// a bigger value, an added header, the source's Offset kept; twice
+	// emits two derived records per input.
+	mapper := func(copies int) stages.Stage {
+		return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+			var out []stages.Record
+			for _, r := range in {
+				for range copies {
+					d := r
+					d.Key, d.Value = []byte("new-key"), make([]byte, 500)
+					d.Headers = append(slices.Clone(r.Headers), stages.Header{Key: "added", Value: []byte("x")})
+					d.Timestamp = time.Now()
+					out = append(out, d)
+				}
+			}
+			return out, nil
+		})
+	}
+	tests := []struct {
+		name   string
+		copies int
+		limit  int
+	}{
+		{name: "one derived record", copies: 1, limit: 1 << 20},
+		{name: "the transformed record is too large, the source fits", copies: 1, limit: 300},
+		{name: "two derived records of one source fail", copies: 2, limit: 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &limitSink{limit: tt.limit}
+			var reported []int64
+			in := src()
+			c := Chain{Stages: []NamedStage{{Name: "map", Stage: mapper(tt.copies)}, {Name: "check", Stage: fails(1)}},
+				Policy: FailurePolicy{Backoff: time.Millisecond, Sink: sink}, Log: nopLog(),
+				OnDeadLetter: func(r stages.Record, _ string, _ error) { reported = append(reported, r.Offset) }}
+			out, err := c.Run(context.Background(), in)
+			if err != nil || len(out) != 2*tt.copies {
+				t.Fatalf("out %v, err %v", offsetsOf(out), err)
+			}
+			if len(sink.got) != 1 || !slices.Equal(reported, []int64{1}) {
+				t.Fatalf("%d dead letters (reported %v), want one, of offset 1", len(sink.got), reported)
+			}
+			dl := sink.got[0]
+			if string(dl.Key) != "k" || string(dl.Value) != "v" || !dl.Timestamp.Equal(ts) || dl.Offset != 1 || dl.Partition != 3 {
+				t.Fatalf("dead letter key %q, value of %d bytes, at %v (offset %d, partition %d): want the source record", dl.Key, len(dl.Value), dl.Timestamp, dl.Offset, dl.Partition)
+			}
+			if _, ok := dl.Header("added"); ok {
+				t.Fatal("the dead letter carries a header an earlier stage added")
+			}
+			if _, ok := dl.Header(stages.HeaderTruncated); ok {
+				t.Fatal("the dead letter was truncated although the source record fits")
+			}
+			want := map[string]string{"orig": "h", stages.HeaderErrorStage: "check", stages.HeaderErrorMessage: "bad record",
+				stages.HeaderSourceTopic: "t", stages.HeaderSourcePartition: "3", stages.HeaderSourceOffset: "1"}
+			for k, v := range want {
+				if got, _ := dl.Header(k); string(got) != v {
+					t.Fatalf("header %s = %q, want %q (headers %v)", k, got, v, dl.Headers)
+				}
+			}
+			if len(in[1].Headers) != 1 {
+				t.Fatalf("the source record's headers were modified: %v", in[1].Headers)
+			}
+		})
+	}
+
+	// a source too large for the sink: the truncated dead letter names
+	// the source's size, not the transformed record's
+	sink := &limitSink{limit: 300}
+	in := src()
+	in[1].Value = make([]byte, 200)
+	c := Chain{Stages: []NamedStage{{Name: "map", Stage: mapper(1)}, {Name: "check", Stage: fails(1)}},
+		Policy: FailurePolicy{Backoff: time.Millisecond, Sink: sink}, Log: nopLog()}
+	if _, err := c.Run(context.Background(), in); err != nil || len(sink.got) != 1 {
+		t.Fatalf("err %v, %d dead letters", err, len(sink.got))
+	}
+	size, _ := sink.got[0].Header(stages.HeaderSourceSize)
+	if want := strconv.Itoa(in[1].Size()); string(size) != want || string(sink.got[0].Key) != "k" {
+		t.Fatalf("truncated dead letter size %q key %q, want the source's %s and key k", size, sink.got[0].Key, want)
+	}
+}
+
+// TestChainWaitsForAnUnavailableDestination: a stage whose destination is
+// unavailable for every record (stages.Unavailable) holds the records
+// and retries the same call with backoff until it is back: nothing is
+// dead-lettered, nothing lost, and the wait is reported from start to
+// end. The same holds for the dead-letter sink; and when ctx ends during
+// the wait, the run is aborted, nothing dead-lettered.
+func TestChainWaitsForAnUnavailableDestination(t *testing.T) {
+	type report struct {
+		stage string
+		delta int
+	}
+	down := func(n int32, calls *atomic.Int32) stages.Stage {
+		return stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+			if calls.Add(1) <= n {
+				return nil, stages.Unavailable(errors.New("UNKNOWN_TOPIC_OR_PARTITION"))
+			}
+			return in, nil
+		})
+	}
+	var calls atomic.Int32
+	var reports []report
+	sink := &memSink{}
+	c := Chain{Stages: []NamedStage{{Name: "out", Stage: down(5, &calls)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Retries: 1, Backoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond, Sink: sink},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	out, err := c.Run(context.Background(), records(0, 1, 2))
+	if err != nil || !slices.Equal(offsetsOf(out), []int64{0, 1, 2}) || len(sink.got) != 0 {
+		t.Fatalf("out %v, err %v, %d dead letters; want every record out and none dead-lettered", offsetsOf(out), err, len(sink.got))
+	}
+	if calls.Load() != 6 {
+		t.Fatalf("%d calls, want 6: the same batch call again until the destination is back, not one per record", calls.Load())
+	}
+	want := []report{{"out", 1}, {"out", 0}, {"out", 0}, {"out", 0}, {"out", 0}, {"out", -1}}
+	if !slices.Equal(reports, want) {
+		t.Fatalf("reports %v, want %v", reports, want)
+	}
+
+	// the dead-letter sink unavailable for a while
+	reports = nil
+	dl := &flakySink{failures: 3}
+	c = Chain{Stages: []NamedStage{{Name: "check", Stage: fails(1)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Backoff: time.Millisecond, Sink: dl},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	if _, err := c.Run(context.Background(), records(0, 1, 2)); err != nil || len(dl.got) != 1 {
+		t.Fatalf("err %v, %d dead letters, want 1", err, len(dl.got))
+	}
+	if want := []report{{DeadLetterStage, 1}, {DeadLetterStage, 0}, {DeadLetterStage, 0}, {DeadLetterStage, -1}}; !slices.Equal(reports, want) {
+		t.Fatalf("reports %v, want %v", reports, want)
+	}
+
+	// ctx ends while the destination is down: aborted, nothing dead-lettered
+	calls.Store(0)
+	reports = nil
+	sink = &memSink{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	c = Chain{Stages: []NamedStage{{Name: "out", Stage: down(1<<30, &calls)}}, Log: nopLog(),
+		Policy:        FailurePolicy{Backoff: time.Millisecond, Sink: sink},
+		OnUnavailable: func(stage string, d int, _ error) { reports = append(reports, report{stage, d}) }}
+	if _, err := c.Run(ctx, records(0, 1)); !errors.Is(err, errAborted) || len(sink.got) != 0 {
+		t.Fatalf("err %v, %d dead letters; want aborted, none", err, len(sink.got))
+	}
+	if len(reports) < 2 || reports[0].delta != 1 || reports[len(reports)-1].delta != -1 {
+		t.Fatalf("reports %v: want the wait's start and end", reports)
+	}
+}
+
+// flakySink fails its first writes with an unavailable error.
+type flakySink struct {
+	failures int
+	got      []stages.Record
+}
+
+func (s *flakySink) Produce(_ context.Context, rs []stages.Record) error {
+	if s.failures > 0 {
+		s.failures--
+		return stages.Unavailable(errors.New("LEADER_NOT_AVAILABLE"))
+	}
+	s.got = append(s.got, rs...)
+	return nil
 }

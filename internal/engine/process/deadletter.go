@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -38,46 +37,81 @@ type FailurePolicy struct {
 	Sink stages.Producer
 }
 
-// deadLetter hands the record to the sink, retrying until it is
-// acknowledged or ctx ends: a dead letter is never lost. A record the
-// sink refuses for good is replaced by a truncated dead letter; if that
-// is refused for good too, deadLetter returns an *UndeliverableError.
-func (c *Chain) deadLetter(ctx context.Context, stage string, r stages.Record, cause error) error {
-	fields := []any{"stage", stage, "topic", r.Topic, "partition", r.Partition, "offset", r.Offset}
-	c.Log.Warn("record failed; sending it to the dead-letter sink", append(fields, "error", cause)...)
+// deadLetter writes the dead letter of r, which failed stage for good:
+// the source record r derives from, as consumed (key, value, headers,
+// timestamp; not what earlier stages made of it), with the stage, its
+// error and the source coordinates added as headers. A source record
+// already dead-lettered in this run (another record derived from it
+// failed) is not written again. A record whose source is unknown (a
+// stage did not keep its Offset) is dead-lettered as the stage saw it.
+//
+// It retries until the sink acknowledges or ctx ends: a dead letter is
+// never lost. A record the sink refuses for good is replaced by a
+// truncated dead letter; if that is refused for good too, deadLetter
+// returns an *UndeliverableError.
+func (c *Chain) deadLetter(ctx context.Context, run *runState, stage string, r stages.Record, cause error) error {
+	src, known := run.source(r)
+	if !known {
+		src = r
+	}
+	fields := []any{"stage", stage, "topic", src.Topic, "partition", src.Partition, "offset", src.Offset}
+	if known {
+		if _, done := run.dead[src.Offset]; done {
+			c.Log.Warn("record failed; its source record is in the dead-letter sink already", append(fields, "error", cause)...)
+			return nil
+		}
+	}
+	c.Log.Warn("record failed; sending its source record to the dead-letter sink", append(fields, "error", cause)...)
 	if c.Policy.Sink == nil {
 		c.Log.Error("record dropped: no dead-letter topic is configured (set dead_letter.topic, or policy stop)", fields...)
-		if c.OnDeadLetter != nil {
-			c.OnDeadLetter(r, stage, cause)
-		}
+		c.deadLettered(run, known, src, stage, cause)
 		return nil
 	}
-	err := c.send(ctx, deadLetter(r, stage, cause))
+	err := c.send(ctx, deadLetter(src, stage, cause))
 	if err != nil && ctx.Err() == nil {
 		c.Log.Warn("the dead-letter sink refused the record for good; sending a truncated dead letter instead",
-			append(fields, "size", r.Size(), "error", err)...)
-		if err = c.send(ctx, envelope(r, stage, cause, err)); err != nil && ctx.Err() == nil {
+			append(fields, "size", src.Size(), "error", err)...)
+		if err = c.send(ctx, envelope(src, stage, cause, err)); err != nil && ctx.Err() == nil {
 			return &stages.UndeliverableError{Stage: stage, Cause: cause, Refused: err}
 		}
 	}
 	if err != nil {
 		return aborted(ctx)
 	}
-	if c.OnDeadLetter != nil {
-		c.OnDeadLetter(r, stage, cause)
-	}
+	c.deadLettered(run, known, src, stage, cause)
 	return nil
 }
 
-// send writes one dead letter, retrying transient errors (with
-// Policy.Backoff, doubling up to 5s) until ctx ends.
-// It returns nil once acknowledged, the error if it is permanent, or
-// ctx's error.
-func (c *Chain) send(ctx context.Context, dl stages.Record) error {
-	delay := c.Policy.Backoff
-	if delay <= 0 {
-		delay = 100 * time.Millisecond
+// deadLettered notes that src is in the dead-letter sink (or dropped, with
+// none).
+func (c *Chain) deadLettered(run *runState, known bool, src stages.Record, stage string, cause error) {
+	if known {
+		if run.dead == nil {
+			run.dead = map[int64]struct{}{}
+		}
+		run.dead[src.Offset] = struct{}{}
 	}
+	if c.OnDeadLetter != nil {
+		c.OnDeadLetter(src, stage, cause)
+	}
+}
+
+// DeadLetterStage is the name under which waits for the dead-letter sink
+// are reported (Chain.OnUnavailable).
+const DeadLetterStage = "dead_letter"
+
+// send writes one dead letter, retrying every error that is not
+// permanent with backoff (Policy.Backoff doubling up to
+// MaxUnavailableBackoff) until ctx ends: the partition waits, and the
+// wait is reported to OnUnavailable. It returns nil once acknowledged,
+// the error if it is permanent, or ctx's error.
+func (c *Chain) send(ctx context.Context, dl stages.Record) error {
+	var w *unavailableWait
+	defer func() {
+		if w != nil {
+			w.end()
+		}
+	}()
 	for {
 		err := c.Policy.Sink.Produce(ctx, []stages.Record{dl})
 		if err == nil || stages.IsPermanent(err) {
@@ -86,15 +120,19 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		c.Log.Error("dead-letter write failed; retrying (the partition waits)", "error", err)
-		if !wait.For(ctx, delay) {
+		if w == nil {
+			w = c.startWait(DeadLetterStage, err)
+		} else {
+			w.failed(err)
+		}
+		if !w.sleep(ctx) {
 			return ctx.Err()
 		}
-		delay = min(2*delay, 5*time.Second)
 	}
 }
 
-// deadLetter returns r with the error headers added.
+// deadLetter returns r with the error headers added. r's headers are
+// not modified: the dead letter gets a slice of its own.
 func deadLetter(r stages.Record, stage string, err error) stages.Record {
 	h := make([]stages.Header, 0, len(r.Headers)+5)
 	h = append(h, r.Headers...)

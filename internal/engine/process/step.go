@@ -1,11 +1,18 @@
 package process
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"maps"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
-	"github.com/sourcegraph/conc/pool"
 )
 
 // Config configures a Step.
@@ -21,13 +28,21 @@ type Config struct {
 	// OnDone, if set, is called with the number of source records of
 	// every batch that finished them.
 	OnDone func(records int)
+	// AbandonAfter is how long Run waits, once its context ended, for
+	// the units still running before it abandons them (see
+	// AbandonedError). Default DefaultAbandonAfter.
+	AbandonAfter time.Duration
 }
+
+// DefaultAbandonAfter is the default Config.AbandonAfter.
+const DefaultAbandonAfter = time.Second
 
 // Step is the process step: a Scheduler owned by Run's goroutine,
 // and workers that run its units through the chain.
 type Step struct {
 	cfg   Config
 	sched *Scheduler
+	calls *callCounter
 }
 
 // NewStep returns a Step.
@@ -38,9 +53,14 @@ func NewStep(cfg Config) *Step {
 	if cfg.Chain.Log == nil {
 		cfg.Chain.Log = stages.NopLogger
 	}
+	if cfg.AbandonAfter <= 0 {
+		cfg.AbandonAfter = DefaultAbandonAfter
+	}
+	calls := &callCounter{n: map[string]int{}}
+	cfg.Chain.calls = calls
 	s := NewScheduler(cfg.Concurrency, cfg.KeyOrdering)
 	s.onDone = cfg.OnDone
-	return &Step{cfg: cfg, sched: s}
+	return &Step{cfg: cfg, sched: s, calls: calls}
 }
 
 type unitDone struct {
@@ -48,23 +68,61 @@ type unitDone struct {
 	err error
 }
 
+// AbandonedError is what Step.Run returns when units were still running
+// AbandonAfter past the end of its context: a stage call ignores its
+// cancellation. Their records are reported as finished by no one, so
+// they are never committed (they are redelivered after a restart); the
+// goroutines running them are left behind, blocked in the stage's code,
+// and end when the stage returns (their result is then discarded).
+type AbandonedError struct {
+	// Stages are the stages with a call still running, and how many.
+	Stages map[string]int
+	// Units and Records are what the abandoned units held.
+	Units, Records int
+	// From is, per partition, the lowest source offset abandoned: the
+	// commit stays below it.
+	From map[offsetstore.TopicPartition]int64
+}
+
+func (e *AbandonedError) Error() string {
+	names := slices.Sorted(maps.Keys(e.Stages))
+	var b strings.Builder
+	fmt.Fprintf(&b, "abandoned %d stage call(s) still running after their context ended (stage", e.Units)
+	if len(names) != 1 {
+		b.WriteString("s")
+	}
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %q", n)
+	}
+	fmt.Fprintf(&b, "; %d record(s)", e.Records)
+	tps := slices.SortedFunc(maps.Keys(e.From), func(a, b offsetstore.TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	for _, tp := range tps {
+		fmt.Fprintf(&b, ", %s from offset %d", tp, e.From[tp])
+	}
+	b.WriteString("): their records are not committed and are redelivered after restart; make the stage return when its context is done")
+	return b.String()
+}
+
 // Run processes messages from in until ctx ends or in is closed, and
-// sends every report of completions to out (the coordinator's). Before returning it waits for running work: stage calls see
-// ctx, so a cancelled ctx makes them return early.
-func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
+// sends every report of completions to out (the coordinator's).
+//
+// When ctx ends it waits up to AbandonAfter for the units running (stage
+// calls see ctx, so they should return at once), then returns an
+// *AbandonedError for those still running instead of waiting for them:
+// a stage that ignores cancellation cannot hold a shutdown. It returns
+// nil when nothing was abandoned.
+func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) error {
 	s := p.sched
-	workers := pool.New().WithMaxGoroutines(p.cfg.Concurrency)
+	// Each unit runs on a goroutine of its own (at most Concurrency run
+	// at once: the scheduler says so) and sends its result to done once;
+	// done holds them all, so one Run left behind never blocks.
 	done := make(chan unitDone, p.cfg.Concurrency)
-	defer func() {
-		// Wait for running work; report nothing more (the coordinator is
-		// stopping too).
-		go func() {
-			for range done {
-			}
-		}()
-		workers.Wait()
-		close(done)
-	}()
+	running := map[*Unit]struct{}{}
 	var report *Report
 	for {
 		for {
@@ -72,10 +130,11 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 			if !ok {
 				break
 			}
-			workers.Go(func() {
+			running[u] = struct{}{}
+			go func() {
 				_, err := p.cfg.Chain.Run(ctx, u.Records())
 				done <- unitDone{u: u, err: err}
-			})
+			}()
 		}
 		if r := s.TakeReport(); r != nil {
 			if report == nil {
@@ -85,7 +144,7 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 			}
 		}
 		if in == nil && s.Running() == 0 && report == nil {
-			return
+			return nil
 		}
 		var sendCh chan<- *Report
 		if report != nil {
@@ -93,7 +152,8 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 		}
 		select {
 		case <-ctx.Done():
-			return
+			// Report nothing more (the coordinator is stopping too).
+			return p.wait(running, done)
 		case m, ok := <-in:
 			if !ok {
 				in = nil
@@ -101,9 +161,68 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) {
 			}
 			s.Accept(m)
 		case d := <-done:
+			delete(running, d.u)
 			s.Finish(d.u, d.err)
 		case sendCh <- report:
 			report = nil
 		}
 	}
+}
+
+// wait waits up to AbandonAfter for the running units, and describes
+// those still running then.
+func (p *Step) wait(running map[*Unit]struct{}, done <-chan unitDone) error {
+	if len(running) == 0 {
+		return nil
+	}
+	t := time.NewTimer(p.cfg.AbandonAfter)
+	defer t.Stop()
+	for len(running) > 0 {
+		select {
+		case d := <-done:
+			delete(running, d.u)
+		case <-t.C:
+			e := &AbandonedError{Stages: p.calls.running(), Units: len(running), From: map[offsetstore.TopicPartition]int64{}}
+			for u := range running {
+				recs := u.Records()
+				e.Records += len(recs)
+				if len(recs) == 0 {
+					continue
+				}
+				tp := offsetstore.TopicPartition{Topic: recs[0].Topic, Partition: recs[0].Partition}
+				if o, ok := e.From[tp]; !ok || recs[0].Offset < o {
+					e.From[tp] = recs[0].Offset
+				}
+			}
+			return e
+		}
+	}
+	return nil
+}
+
+// callCounter counts the stage calls running, by stage name.
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) enter(stage string) {
+	c.mu.Lock()
+	c.n[stage]++
+	c.mu.Unlock()
+}
+
+func (c *callCounter) leave(stage string) {
+	c.mu.Lock()
+	if c.n[stage]--; c.n[stage] <= 0 {
+		delete(c.n, stage)
+	}
+	c.mu.Unlock()
+}
+
+// running returns a copy of the counts.
+func (c *callCounter) running() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -271,3 +272,60 @@ func nopLog() stages.Logger { return stages.NopLogger }
 
 // dropped reports whether nothing of c's batch finished, without an error.
 func dropped(c Completion) bool { return c.Err == nil && c.FinishedBelow == c.Batch.Span().Start }
+
+// TestRunAbandonsCallsIgnoringCancellation: when its context ends, Run
+// waits AbandonAfter for the units running and then returns, naming the
+// stage and the records it abandoned, instead of waiting for a stage
+// call that ignores its context; the abandoned batch is never reported
+// finished. (The abandoned goroutine is the stage's call; the test
+// releases it at the end so that goleak finds nothing left.)
+func TestRunAbandonsCallsIgnoringCancellation(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	entered := make(chan struct{}, 1)
+	deaf := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+		for _, r := range in {
+			if r.Partition == 0 && r.Offset == 3 {
+				entered <- struct{}{}
+				<-release // ignores its context
+			}
+		}
+		return in, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	in, out := make(chan Message), make(chan *Report, 16)
+	step := NewStep(Config{Chain: Chain{Stages: []NamedStage{{Name: "deaf", Stage: deaf}}}, Concurrency: 2, AbandonAfter: 200 * time.Millisecond})
+	res := make(chan error, 1)
+	go func() { res <- step.Run(ctx, in, out) }()
+	stuck, other := batch(p0, 1, 3, 6, sameKey), batch(p1, 1, 0, 5, sameKey)
+	in <- Message{Batches: []*fetch.Batch{stuck, other}}
+	<-entered
+	cancel()
+	began := time.Now()
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5s of its context's end: it waits for a stage that ignores cancellation")
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("Run returned %v after its context ended, want about AbandonAfter (200ms)", took)
+	}
+	var ab *AbandonedError
+	if !errors.As(err, &ab) || ab.Units != 1 || ab.Records != 3 || ab.Stages["deaf"] != 1 || ab.From[p0] != 3 {
+		t.Fatalf("err %v (%+v), want an AbandonedError of one unit of stage deaf, 3 records of t/0 from 3", err, ab)
+	}
+	for _, want := range []string{`"deaf"`, "t/0 from offset 3", "not committed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	close(out)
+	for r := range out {
+		for _, c := range r.Completions {
+			if c.Batch == stuck && c.FinishedBelow > 3 {
+				t.Fatalf("the abandoned batch was reported finished below %d", c.FinishedBelow)
+			}
+		}
+	}
+}

@@ -1,0 +1,291 @@
+package kafkatools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
+)
+
+// produceOptions are produce's flags.
+type produceOptions struct {
+	cluster   clusterFlags
+	topic     string
+	partition int32
+	keySep    string
+	headers   []string
+	input     string
+	byKey     bool
+
+	recordHeaders []kgo.RecordHeader // headers, parsed once
+}
+
+func (c *cli) produceCmd() *cobra.Command {
+	var o produceOptions
+	cmd := &cobra.Command{
+		Use:   "produce --topic T [--key-separator SEP] [-H key=value]...",
+		Short: "Write records read from stdin, one per line",
+		Long: `produce writes one record per line of stdin to a topic, waits until the
+brokers acknowledged every one (acks=all), and says how many it wrote.
+
+With --input text (the default) a line is the value, or, with
+--key-separator, the key, the separator, then the value; -H key=value adds
+a header to every record. A trailing \r is dropped. With --input json each
+line is a record as consume --output json (or the log stage's json format)
+prints it (key, value, headers, timestamp, partition; key_base64 and
+value_base64 for binary data), so a topic's records can be copied exactly:
+consume -o json ... | produce -i json .... A timestamp a Kafka record
+cannot hold (before 1970, after 2262) is refused.
+
+Records go to the partition their key hashes to (records without a key
+fill one partition's batch at a time), to the partition a JSON line names,
+or to --partition, which wins over the lines; --by-key ignores the lines'
+partitions (to replay dead letters, whose partition is the dead-letter
+topic's, into the source topic). A line that cannot be read stops produce
+with an error naming it; the lines before it were written.`,
+		Example: "  echo 'u1:{\"type\":\"purchase\"}' | processor produce --brokers localhost:9092 --topic events --key-separator :\n" +
+			"  processor consume -c app.yaml --topic events -o json | processor produce -c app.yaml --topic events.copy -i json\n" +
+			"  processor consume -c app.yaml --topic events.dlq -o json | processor produce -c app.yaml --topic events -i json --by-key",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.topic == "" {
+				return errors.New("produce: name the topic with --topic")
+			}
+			if o.input != "text" && o.input != "json" {
+				return fmt.Errorf("--input %q: use text or json", o.input)
+			}
+			if o.byKey && cmd.Flags().Changed("partition") {
+				return errors.New("--by-key and --partition: give one")
+			}
+			if o.input == "json" && (o.keySep != "" || len(o.headers) > 0) {
+				return errors.New("--key-separator and -H are for --input text: a JSON line carries its key and headers")
+			}
+			for _, h := range o.headers {
+				k, v, ok := strings.Cut(h, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("-H %q: write a header as key=value", h)
+				}
+				o.recordHeaders = append(o.recordHeaders, kgo.RecordHeader{Key: k, Value: []byte(v)})
+			}
+			return c.produce(cmd.Context(), o, cmd.Flags().Changed("partition"))
+		},
+	}
+	f := cmd.Flags()
+	o.cluster.add(f)
+	f.StringVarP(&o.topic, "topic", "t", "", "the `TOPIC` to write to (required)")
+	f.Int32VarP(&o.partition, "partition", "p", 0, "write every record to this `PARTITION` (default: a JSON line's partition, else by key)")
+	f.StringVarP(&o.keySep, "key-separator", "K", "", "split each line at the first `SEP` into key and value")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "add the header `KEY=VALUE` to every record (repeatable)")
+	f.StringVarP(&o.input, "input", "i", "text", "text or json (the lines consume --output json prints)")
+	f.BoolVar(&o.byKey, "by-key", false, "choose each record's partition by its key, ignoring the partition of JSON lines")
+	return cmd
+}
+
+func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool) error {
+	parts := &partitionChooser{by: kgo.UniformBytesPartitioner(64<<10, true, true, nil)} // kgo's default for the rest
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(parts)}
+	cl, _, err := o.cluster.client(c, "-produce", opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		failed   *kgo.Record
+		acked    int64
+	)
+	done := func(r *kgo.Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr, failed = err, r
+		} else if err == nil {
+			acked++
+		}
+	}
+	in := c.Stdin
+	if in == nil {
+		in = strings.NewReader("")
+	}
+	lines, readErr := 0, error(nil)
+	rd := bufio.NewReaderSize(in, 1<<20)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = fmt.Errorf("reading stdin: %w", err)
+			}
+			break
+		}
+		lines++
+		r, named, perr := o.record(line)
+		if perr != nil {
+			readErr = fmt.Errorf("line %d: %w", lines, perr)
+			break
+		}
+		if fixedPartition {
+			r.Partition, named = o.partition, true
+		}
+		r.Context = context.WithValue(ctx, lineKey{}, lineInfo{line: lines, named: named})
+		cl.Produce(ctx, r, done)
+	}
+	flushErr := cl.Flush(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case firstErr != nil:
+		return clibase.Failure("%d of %d record(s) acknowledged; writing to %q failed: %v (%s)",
+			acked, lines, o.topic, firstErr, produceHint(firstErr, failed, o.topic, parts.count.Load()))
+	case flushErr != nil:
+		return clibase.Failure("%d record(s) acknowledged before the wait ended: %v", acked, flushErr)
+	case readErr != nil:
+		return clibase.Failure("%v; the %d record(s) before it were written to %q", readErr, acked, o.topic)
+	}
+	fmt.Fprintf(c.Stderr, "produced %d record(s) to %q\n", acked, o.topic)
+	return nil
+}
+
+// produceHint says what to check when writing r to topic failed with
+// err; partitions is the topic's partition count if it is known (0: not).
+func produceHint(err error, r *kgo.Record, topic string, partitions int32) string {
+	info := lineInfo{}
+	if r != nil && r.Context != nil {
+		info, _ = r.Context.Value(lineKey{}).(lineInfo)
+	}
+	switch {
+	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
+		size := 0
+		if r != nil {
+			size = len(r.Key) + len(r.Value)
+			for _, h := range r.Headers {
+				size += len(h.Key) + len(h.Value)
+			}
+		}
+		return fmt.Sprintf("the record of line %d holds %d bytes of key, value and headers, more than the topic accepts: "+
+			"see its max.message.bytes (and the brokers' message.max.bytes); produce itself sends at most about 1 MB per record", info.line, size)
+	case info.named && partitions > 0 && r.Partition >= partitions:
+		return fmt.Sprintf("line %d asks for partition %d, but %q has %d partition(s), 0 to %d: "+
+			"fix the line's partition, give --partition, or --by-key to choose by key", info.line, r.Partition, topic, partitions, partitions-1)
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return fmt.Sprintf("check the name; create the topic with: processor topics create %s", topic)
+	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
+		return "the principal may not write the topic: check its ACLs"
+	}
+	return "check that the brokers are up and the principal may write the topic"
+}
+
+// lineKey is the key of a record's lineInfo in its Context.
+type lineKey struct{}
+
+// lineInfo is where a record came from: its input line, and whether the
+// line or --partition chose its partition.
+type lineInfo struct {
+	line  int
+	named bool
+}
+
+// partitionChooser writes a record whose partition was named (by its
+// line or --partition) to that partition, and any other where by
+// chooses. It remembers the partition count of the topic it last saw, so
+// a partition the topic lacks can be reported as such.
+type partitionChooser struct {
+	by    kgo.Partitioner
+	count atomic.Int32
+}
+
+// ForTopic implements kgo.Partitioner.
+func (p *partitionChooser) ForTopic(topic string) kgo.TopicPartitioner {
+	return &topicChooser{p: p, by: p.by.ForTopic(topic)}
+}
+
+// topicChooser is partitionChooser for one topic. It implements
+// kgo.TopicBackupPartitioner, as kgo's default partitioner does, so that
+// by keeps its behaviour.
+type topicChooser struct {
+	p  *partitionChooser
+	by kgo.TopicPartitioner
+}
+
+func named(r *kgo.Record) bool {
+	info, _ := r.Context.Value(lineKey{}).(lineInfo)
+	return info.named
+}
+
+// RequiresConsistency implements kgo.TopicPartitioner: a named
+// partition is waited for even when it has no leader for a while.
+func (t *topicChooser) RequiresConsistency(r *kgo.Record) bool {
+	return named(r) || t.by.RequiresConsistency(r)
+}
+
+// Partition implements kgo.TopicPartitioner.
+func (t *topicChooser) Partition(r *kgo.Record, n int) int {
+	if named(r) {
+		t.p.count.Store(int32(n))
+		return int(r.Partition)
+	}
+	return t.by.Partition(r, n)
+}
+
+// PartitionByBackup implements kgo.TopicBackupPartitioner.
+func (t *topicChooser) PartitionByBackup(r *kgo.Record, n int, backup kgo.TopicBackupIter) int {
+	if named(r) {
+		t.p.count.Store(int32(n))
+		return int(r.Partition)
+	}
+	if b, ok := t.by.(kgo.TopicBackupPartitioner); ok {
+		return b.PartitionByBackup(r, n, backup)
+	}
+	return t.by.Partition(r, n)
+}
+
+// record builds the record of one input line (its newline included);
+// named says the line chose the record's partition.
+func (o *produceOptions) record(line []byte) (r *kgo.Record, named bool, err error) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	if o.input == "json" {
+		var j struct {
+			JSONRecord
+			Partition *int32 `json:"partition"` // nil: not given
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&j); err != nil {
+			return nil, false, fmt.Errorf("not a record as consume -o json prints it: %w", err)
+		}
+		if j.Partition != nil && *j.Partition < 0 {
+			return nil, false, fmt.Errorf("partition %d: use 0 or more, or leave it out to choose by key", *j.Partition)
+		}
+		if r, err = fromJSONRecord(j.JSONRecord); err != nil {
+			return nil, false, err
+		}
+		if j.Partition == nil || o.byKey {
+			return r, false, nil
+		}
+		r.Partition = *j.Partition
+		return r, true, nil
+	}
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	r = &kgo.Record{Value: bytes.Clone(line)}
+	if o.keySep != "" {
+		k, v, ok := bytes.Cut(line, []byte(o.keySep))
+		if !ok {
+			return nil, false, fmt.Errorf("no key separator %q", o.keySep)
+		}
+		r.Key, r.Value = bytes.Clone(k), bytes.Clone(v)
+	}
+	r.Headers = o.recordHeaders // shared by every record: the client only reads them
+	return r, false, nil
+}

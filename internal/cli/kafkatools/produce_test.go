@@ -1,0 +1,136 @@
+package kafkatools
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/cli/broker"
+)
+
+// TestProduceJSONTimestampsAndPartitions: produce -i json writes a record
+// to the partition its line names (--partition wins over it), and refuses
+// a timestamp a Kafka record cannot hold instead of writing another date.
+func TestProduceJSONTimestampsAndPartitions(t *testing.T) {
+	addr := testCluster(t, 3, "tp0", "tp1", "tp2", "tp3", "tp4", "tp5", "tp6", "tp7")
+	const last = "2262-04-11T23:47:16.854Z" // the latest time the client can write
+	keyPartition := int32(kgo.StickyKeyPartitioner(nil).ForTopic("").Partition(&kgo.Record{Key: []byte("k")}, 3))
+	type at struct {
+		value     string
+		partition int32
+		timestamp string // "": any
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		input   string
+		code    int
+		errText string
+		want    []at
+	}{
+		{"the line's partition", nil,
+			`{"value":"a","partition":2}` + "\n" + `{"value":"b","partition":0}` + "\n" + `{"value":"c","partition":2}` + "\n",
+			ExitOK, "produced 3 record(s)", []at{{"b", 0, ""}, {"a", 2, ""}, {"c", 2, ""}}},
+		{"--partition wins over the line's", []string{"--partition", "1"},
+			`{"value":"a","partition":2}` + "\n" + `{"value":"b"}` + "\n",
+			ExitOK, "produced 2 record(s)", []at{{"a", 1, ""}, {"b", 1, ""}}},
+		{"--by-key ignores the line's", []string{"--by-key"},
+			`{"key":"k","value":"a","partition":2}` + "\n" + `{"key":"k","value":"b","partition":0}` + "\n",
+			ExitOK, "produced 2 record(s)", []at{{"a", keyPartition, ""}, {"b", keyPartition, ""}}},
+		{"a year Kafka cannot hold", nil,
+			`{"value":"ok","partition":1}` + "\n" + `{"value":"far","timestamp":"9999-12-31T23:59:59Z","partition":1}` + "\n",
+			ExitFailure, `line 2: timestamp "9999-12-31T23:59:59Z" is outside what a Kafka record can hold: use a time from 1970-01-01T00:00:00Z to ` + last,
+			[]at{{"ok", 1, ""}}},
+		{"before 1970", nil, `{"value":"old","timestamp":"1969-12-31T23:59:59Z"}` + "\n",
+			ExitFailure, `line 1: timestamp "1969-12-31T23:59:59Z" is outside`, nil},
+		{"the first and the last times that fit", nil,
+			`{"value":"first","timestamp":"1970-01-01T00:00:00Z","partition":0}` + "\n" + `{"value":"last","timestamp":"` + last + `","partition":0}` + "\n",
+			ExitOK, "produced 2 record(s)", []at{{"first", 0, "1970-01-01T00:00:00Z"}, {"last", 0, last}}},
+		{"a negative partition", nil, `{"value":"x","partition":-1}` + "\n",
+			ExitFailure, "line 1: partition -1: use 0 or more, or leave it out to choose by key", nil},
+	}
+	ctx := context.Background()
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topic := fmt.Sprintf("tp%d", i)
+			args := append([]string{"produce", "--brokers", addr, "--topic", topic, "-i", "json"}, tt.args...)
+			code, _, errOut := runCLIInput(ctx, nil, tt.input, args...)
+			if code != tt.code || !strings.Contains(errOut, tt.errText) {
+				t.Fatalf("produce: exit %d, want %d; stderr %q lacks %q", code, tt.code, errOut, tt.errText)
+			}
+			code, out, errOut := runCLI(ctx, nil, "consume", "--brokers", addr, "--topic", topic, "-o", "json")
+			if code != ExitOK {
+				t.Fatalf("consume: exit %d: %s", code, errOut)
+			}
+			var got []at
+			if strings.TrimSpace(out) != "" {
+				for _, j := range jsonLines(t, out) {
+					got = append(got, at{*j.Value, j.Partition, j.Timestamp})
+				}
+			}
+			// consume interleaves partitions as the fetches come; within
+			// one, records are in offset order
+			slices.SortStableFunc(got, func(a, b at) int { return cmp.Compare(a.partition, b.partition) })
+			if len(got) != len(tt.want) {
+				t.Fatalf("consumed %v, want %v", got, tt.want)
+			}
+			for i, w := range tt.want {
+				g := got[i]
+				if w.timestamp == "" {
+					g.timestamp = ""
+				}
+				if g != w {
+					t.Errorf("record %d: %+v, want %+v", i, g, w)
+				}
+			}
+		})
+	}
+}
+
+// TestProduceFailureHints: when the brokers refuse a record, the hint
+// fits the cause: a record too large, a partition the topic lacks, a
+// topic that does not exist.
+func TestProduceFailureHints(t *testing.T) {
+	cl, err := broker.Start(broker.Options{Brokers: 1, Partitions: 2, Topics: []string{"small", "two"}, MaxMessageBytes: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	addr := cl.ListenAddrs()[0]
+	big := incompressible(4096) // compression cannot shrink it below the limit
+	tests := []struct {
+		name, topic, input string
+		args               []string
+		want, notWant      string
+	}{
+		{"a record too large", "small", "ok\n" + big + "\n", nil,
+			"MESSAGE_TOO_LARGE", "check the topic exists"},
+		{"a partition the topic lacks", "two", `{"value":"x","partition":5}` + "\n", []string{"-i", "json"},
+			`line 1 asks for partition 5, but "two" has 2 partition(s), 0 to 1: fix the line's partition, give --partition, or --by-key to choose by key`, "topic exists"},
+		{"--partition the topic lacks", "two", "x\n", []string{"--partition", "7"},
+			`line 1 asks for partition 7, but "two" has 2 partition(s)`, "topic exists"},
+		{"a topic that does not exist", "absent", "x\n", nil,
+			"UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition. (check the name; create the topic with: processor topics create absent)", "max.message.bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"produce", "--brokers", addr, "--topic", tt.topic}, tt.args...)
+			code, _, errOut := runCLIInput(context.Background(), nil, tt.input, args...)
+			if code != ExitFailure || !strings.Contains(errOut, tt.want) || strings.Contains(errOut, tt.notWant) {
+				t.Errorf("exit %d, stderr:\n%s\nwant %q, not %q", code, errOut, tt.want, tt.notWant)
+			}
+		})
+	}
+	t.Run("the too-large hint names the limit and the record", func(t *testing.T) {
+		code, _, errOut := runCLIInput(context.Background(), nil, big+"\n", "produce", "--brokers", addr, "--topic", "small")
+		want := "the record of line 1 holds 4096 bytes of key, value and headers, more than the topic accepts: see its max.message.bytes"
+		if code != ExitFailure || !strings.Contains(errOut, want) {
+			t.Errorf("exit %d, stderr:\n%s\nwant %q", code, errOut, want)
+		}
+	})
+}

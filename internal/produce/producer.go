@@ -1,0 +1,873 @@
+package produce
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/initproducerid"
+	meta "github.com/segmentio/kafka-go/protocol/metadata"
+	produceapi "github.com/segmentio/kafka-go/protocol/produce"
+	"github.com/segmentio/kafka-go/protocol/rawproduce"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Config configures a Producer. The zero value is an idempotent producer
+// with the defaults below.
+type Config struct {
+	// TransactionalID, if set, makes the producer transactional (see
+	// Begin): records are written only inside transactions, and
+	// initializing fences every older producer with the same id. It must
+	// be stable across restarts of the same instance.
+	TransactionalID string
+	// TransactionTimeout is how long the transaction coordinator lets a
+	// transaction stay open before aborting it (and fencing this
+	// producer's epoch). Default 60s; the broker caps it
+	// (transaction.max.timeout.ms).
+	TransactionTimeout time.Duration
+	// MaxBatchBytes bounds one partition's record batch in a request.
+	// A single record larger than this fails with a RecordTooLargeError.
+	// Default 1 MiB (Kafka's default max.message.bytes).
+	MaxBatchBytes int
+	// MaxAttempts is how often one batch is sent before a transient
+	// error (no leader, timeout, network) is returned. Default 10.
+	MaxAttempts int
+	// RetryBackoff is the first pause between attempts; it doubles up to
+	// 1s. Default 100ms.
+	RetryBackoff time.Duration
+	// RequestTimeout is the time the broker may take to replicate a
+	// batch (the Produce request's timeout). Default 30s.
+	RequestTimeout time.Duration
+	// Compression is the codec of every batch; default none.
+	// MaxBatchBytes bounds a batch before compression.
+	Compression Compression
+}
+
+func (c Config) withDefaults() Config {
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = time.Minute
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = 1 << 20
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 10
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = 100 * time.Millisecond
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// Producer writes records with acks=all as an idempotent producer (a
+// producer id from InitProducerID, a sequence number per partition, so a
+// retried request is never written twice) and, with a transactional id,
+// inside transactions (KIP-98, KIP-447).
+//
+// Ordering and concurrency: Produce may be called from many goroutines.
+// Each partition has at most one batch in flight, held by the call that
+// sends it (a per-partition token taken in partition order), so sequence
+// numbers stay in order and a retried batch keeps its sequence; calls
+// writing to disjoint partitions run in parallel. The producer identity
+// and the transaction state are guarded by one mutex that is never held
+// across a request. The Producer starts no goroutine that outlives a
+// call and owns no connection: the kafkawire.Client's transport does.
+type Producer struct {
+	client *kafkawire.Client
+	cfg    Config
+
+	idToken  chan struct{} // held while the producer identity is (re)initialized
+	addToken chan struct{} // held while partitions are added to the transaction
+
+	mu         sync.Mutex
+	pid        int64
+	epoch      int16
+	gen        uint64 // identity generation: sequence numbers restart when it changes
+	needsReset bool   // idempotent: a batch's outcome is unknown; renew the identity
+	parts      map[partitionKey]*partition
+	rr         uint32
+	txn        txnState // transactional producers only, see txn.go
+}
+
+// partitionKey names a partition.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// partition is one partition's producer state; its token is held by the
+// call that has a batch of the partition in flight, and only that call
+// reads or writes seq and gen.
+type partition struct {
+	token chan struct{}
+	seq   int32  // next base sequence
+	gen   uint64 // the identity generation seq counts in
+}
+
+// New returns a producer sending through client. A transactional
+// producer initializes on its first Begin, an idempotent one on its first
+// Produce.
+func New(client *kafkawire.Client, cfg Config) *Producer {
+	return &Producer{
+		client:   client,
+		cfg:      cfg.withDefaults(),
+		idToken:  make(chan struct{}, 1),
+		addToken: make(chan struct{}, 1),
+		pid:      -1,
+		epoch:    -1,
+		parts:    map[partitionKey]*partition{},
+	}
+}
+
+// Transactional reports whether the producer has a transactional id.
+func (p *Producer) Transactional() bool { return p.cfg.TransactionalID != "" }
+
+// TopicProducer writes to one topic through a Producer. It implements
+// stages.Producer.
+type TopicProducer struct {
+	p     *Producer
+	topic string
+}
+
+var _ stages.Producer = (*TopicProducer)(nil)
+
+// ForTopic returns a stages.Producer writing to topic (every record's
+// Topic field is ignored, as stages.Producer's contract has it).
+func (p *Producer) ForTopic(topic string) *TopicProducer {
+	return &TopicProducer{p: p, topic: topic}
+}
+
+// Produce writes records to the topic and returns once every one is
+// acknowledged by all in-sync replicas (see Producer.Produce).
+func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) error {
+	return t.p.Produce(ctx, t.topic, records)
+}
+
+// Produce writes records to topic with acks=all and returns nil once
+// every one is acknowledged. Records with a key go to the partition
+// kafka-go's Hash balancer picks (FNV-1a of the key, as pipeline's
+// kafka-go Writer did, so keys keep their partitions); the records
+// without a key of one call all go to one partition, the next call's to
+// the next (sticky round-robin, for fuller batches). Records of one
+// partition keep their order. A zero Timestamp is the time of the call.
+//
+// Errors: a record or batch the broker will never accept (too large,
+// invalid) is wrapped with stages.Permanent; a topic that does not exist
+// or may not be written is a *SinkError; anything else (transient
+// errors that outlasted MaxAttempts, ctx ending) is returned as is and
+// the caller may retry the call. Records of partitions that succeeded
+// are written even when the call fails: a retry of the call is
+// at-least-once. A transactional producer must be inside a transaction
+// (Begin); any failure makes the transaction abortable.
+func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) (err error) {
+	if len(records) == 0 {
+		return nil
+	}
+	if err := p.enter(); err != nil {
+		return err
+	}
+	defer func() { p.leave(err) }()
+
+	c := callPool.Get().(*call)
+	defer c.release()
+	c.p, c.topic = p, topic
+	if err := c.route(ctx, records); err != nil {
+		return err
+	}
+	if err := c.acquire(ctx); err != nil {
+		return err
+	}
+	if err := p.ensureIdentity(ctx); err != nil {
+		return err
+	}
+	if p.Transactional() {
+		if err := p.addPartitions(ctx, topic, c.touched); err != nil {
+			return err
+		}
+	}
+	return c.send(ctx, records)
+}
+
+// call is the working state of one Produce call, pooled.
+type call struct {
+	p       *Producer
+	topic   string
+	now     int64
+	assign  []int32 // partition of each record
+	order   []int32 // record indices grouped by partition, stable
+	counts  []int32 // records per partition (index: partition)
+	touched []int32 // partitions with records, ascending
+	held    []*partition
+	chunks  []chunk
+}
+
+// chunk is one partition's batch in flight.
+type chunk struct {
+	part      int32
+	st        *partition
+	recs      []int32 // indices (into the call's records) still to send
+	enc       *batchEncoder
+	n         int    // records in the encoded batch
+	pending   bool   // enc holds a batch not yet acknowledged
+	sent      bool   // that batch went out at least once
+	gen       uint64 // identity generation the batch is stamped with
+	attempts  int
+	err       error
+	errCode   int16
+	retryable bool
+}
+
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+var encoderPool = sync.Pool{New: func() any { return new(batchEncoder) }}
+
+func (c *call) release() {
+	for i := range c.held {
+		<-c.held[i].token
+	}
+	for i := range c.chunks {
+		if c.chunks[i].enc != nil {
+			if cap(c.chunks[i].enc.buf) <= 4<<20 {
+				encoderPool.Put(c.chunks[i].enc)
+			}
+		}
+		c.chunks[i] = chunk{}
+	}
+	c.p = nil
+	c.held = c.held[:0]
+	c.chunks = c.chunks[:0]
+	callPool.Put(c)
+}
+
+// route assigns every record its partition.
+func (c *call) route(ctx context.Context, records []stages.Record) error {
+	c.now = time.Now().UnixMilli()
+	n, err := c.p.partitionCount(ctx, c.topic)
+	if err != nil {
+		return err
+	}
+	c.assign = slices.Grow(c.assign[:0], len(records))[:len(records)]
+	c.counts = slices.Grow(c.counts[:0], n)[:n]
+	clear(c.counts)
+	var sticky int32 = -1
+	for i := range records {
+		var part int32
+		if records[i].Key == nil {
+			if sticky < 0 {
+				c.p.mu.Lock()
+				sticky = int32(c.p.rr % uint32(n))
+				c.p.rr++
+				c.p.mu.Unlock()
+			}
+			part = sticky
+		} else {
+			part = HashPartition(records[i].Key, n)
+		}
+		c.assign[i] = part
+		c.counts[part]++
+	}
+	c.touched = c.touched[:0]
+	for part, k := range c.counts {
+		if k > 0 {
+			c.touched = append(c.touched, int32(part))
+		}
+	}
+	// stable counting sort: order holds the records of touched[0], then
+	// of touched[1], ...
+	c.order = slices.Grow(c.order[:0], len(records))[:len(records)]
+	start := int32(0)
+	for _, part := range c.touched {
+		k := c.counts[part]
+		c.counts[part] = start
+		start += k
+	}
+	for i, part := range c.assign {
+		c.order[c.counts[part]] = int32(i)
+		c.counts[part]++
+	}
+	return nil
+}
+
+// HashPartition is the partition, of n, that kafka-go's Hash balancer
+// gives key: FNV-1a 32 of the key, as an int32, modulo n, made
+// non-negative (Sarama's hashPartitioner). A nil key is not hashed by
+// Produce (it is spread instead); an empty one is.
+func HashPartition(key []byte, n int) int32 {
+	h := uint32(2166136261)
+	for _, b := range key {
+		h ^= uint32(b)
+		h *= 16777619
+	}
+	part := int32(h) % int32(n)
+	if part < 0 {
+		part = -part
+	}
+	return part
+}
+
+// acquire takes the tokens of the touched partitions, in ascending order
+// (so two calls never wait on each other in a cycle), and sets up one
+// chunk per partition.
+func (c *call) acquire(ctx context.Context) error {
+	start := 0
+	for _, part := range c.touched {
+		st := c.p.partitionState(c.topic, part)
+		select {
+		case st.token <- struct{}{}:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		c.held = append(c.held, st)
+		end := start
+		for end < len(c.order) && c.assign[c.order[end]] == part {
+			end++
+		}
+		c.chunks = append(c.chunks, chunk{part: part, st: st, recs: c.order[start:end]})
+		start = end
+	}
+	return nil
+}
+
+func (p *Producer) partitionState(topic string, part int32) *partition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := partitionKey{topic, part}
+	st := p.parts[k]
+	if st == nil {
+		st = &partition{token: make(chan struct{}, 1)}
+		p.parts[k] = st
+	}
+	return st
+}
+
+// identity returns the producer id, epoch and identity generation.
+func (p *Producer) identity() (int64, int16, uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pid, p.epoch, p.gen
+}
+
+// encode fills the chunk's batch with its next records, up to
+// MaxBatchBytes, stamped with the current identity and the partition's
+// next sequence.
+func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
+	if ch.enc == nil {
+		ch.enc = encoderPool.Get().(*batchEncoder)
+	}
+	e := ch.enc
+	e.reset(txn)
+	e.compressWith(c.p.cfg.Compression)
+	limit := c.p.cfg.MaxBatchBytes
+	n := 0
+	for _, i := range ch.recs {
+		r := &records[i]
+		ts := c.now
+		if !r.Timestamp.IsZero() {
+			ts = r.Timestamp.UnixMilli()
+		}
+		first := ts
+		if n > 0 {
+			first = e.firstTS
+		}
+		size := encodedSize(r, ts, first, int32(n))
+		if e.len()+size > limit {
+			if n == 0 {
+				return stages.Permanent(&RecordTooLargeError{Topic: c.topic, Size: batchHeaderSize + size, Limit: limit})
+			}
+			break
+		}
+		e.append(r.Key, r.Value, r.Headers, ts)
+		n++
+	}
+	ch.n = n
+	ch.pending = true
+	ch.sent = false
+	ch.attempts = 0
+	return c.stamp(ch)
+}
+
+// stamp (re)writes the chunk's producer fields for the current identity;
+// a partition whose sequence belongs to an older identity restarts at 0.
+func (c *call) stamp(ch *chunk) error {
+	pid, epoch, gen := c.p.identity()
+	if ch.st.gen != gen {
+		ch.st.gen, ch.st.seq = gen, 0
+	}
+	ch.gen = gen
+	if ch.enc.finished { // only the producer fields change
+		stamp(ch.enc.batch(), pid, epoch, ch.st.seq)
+		return nil
+	}
+	_, err := ch.enc.finish(pid, epoch, ch.st.seq)
+	return err
+}
+
+// send writes every chunk, retrying transient failures with the same
+// batch and sequence, and classifies what failed for good.
+func (c *call) send(ctx context.Context, records []stages.Record) error {
+	txn := c.p.Transactional()
+	for i := range c.chunks {
+		if err := c.encode(&c.chunks[i], records, txn); err != nil {
+			c.chunks[i].err = err
+			c.chunks[i].pending = false
+		}
+	}
+	backoff := c.p.cfg.RetryBackoff
+	for {
+		active := c.active()
+		if len(active) == 0 {
+			break
+		}
+		if err := c.p.ensureIdentity(ctx); err != nil { // renewed after a reset
+			c.failAll(active, err)
+			break
+		}
+		leaders, err := c.p.leaders(ctx, c.topic)
+		if err != nil {
+			c.failAll(active, err)
+			break
+		}
+		retry := c.round(ctx, active, leaders)
+		if ctx.Err() != nil {
+			c.failAll(c.active(), context.Cause(ctx))
+			break
+		}
+		// acknowledged chunks move on to their next records
+		for _, ch := range active {
+			if ch.pending || ch.err != nil {
+				continue
+			}
+			ch.recs = ch.recs[ch.n:]
+			if len(ch.recs) > 0 {
+				if err := c.encode(ch, records, txn); err != nil {
+					ch.err = err
+					ch.pending = false
+				}
+			}
+		}
+		if retry {
+			if err := sleep(ctx, backoff); err != nil {
+				c.failAll(c.active(), err)
+				break
+			}
+			backoff = min(2*backoff, time.Second)
+		} else {
+			backoff = c.p.cfg.RetryBackoff
+		}
+	}
+	return c.result()
+}
+
+// active returns the chunks with a batch to send.
+func (c *call) active() []*chunk {
+	var out []*chunk
+	for i := range c.chunks {
+		ch := &c.chunks[i]
+		if ch.err == nil && ch.pending {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+func (c *call) failAll(chunks []*chunk, err error) {
+	for _, ch := range chunks {
+		ch.err = err
+		ch.retryable = true
+		c.p.abandon(ch)
+		ch.pending = false
+	}
+}
+
+// abandon notes that a chunk's batch is given up on: if it was sent, it
+// may have been written, so its sequence number cannot be reused with
+// other records. An idempotent producer renews its identity before the
+// next batch; a transactional one must abort (see leave).
+func (p *Producer) abandon(ch *chunk) {
+	if !ch.sent {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen == ch.gen {
+		p.needsReset = true
+	}
+}
+
+// round sends one request per leader for the active chunks and applies
+// the answers. It reports whether some chunk should be retried.
+func (c *call) round(ctx context.Context, active []*chunk, leaders map[int32]int32) bool {
+	byLeader := map[int32][]*chunk{}
+	for _, ch := range active {
+		leader, ok := leaders[ch.part]
+		if !ok {
+			leader = -1
+		}
+		byLeader[leader] = append(byLeader[leader], ch)
+	}
+	var wg sync.WaitGroup
+	for _, chunks := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.request(ctx, chunks)
+		}()
+	}
+	wg.Wait()
+	retry := false
+	for _, ch := range active {
+		if ch.pending && ch.err == nil {
+			retry = true
+		}
+	}
+	return retry
+}
+
+// request sends the chunks (all led by one broker) in one Produce
+// request and applies the answer to each.
+func (c *call) request(ctx context.Context, chunks []*chunk) {
+	req := &rawproduce.Request{
+		TransactionalID: c.p.cfg.TransactionalID,
+		Acks:            -1,
+		Timeout:         int32(c.p.cfg.RequestTimeout / time.Millisecond),
+		Topics:          []rawproduce.RequestTopic{{Topic: c.topic, Partitions: make([]rawproduce.RequestPartition, len(chunks))}},
+	}
+	for i, ch := range chunks {
+		if !ch.sent && ch.gen != c.currentGen() {
+			// never sent under its identity (or refused): restamp. A
+			// batch that went out keeps its identity and sequence
+			// until it is acknowledged or given up.
+			_ = c.stamp(ch) // finished already: restamping cannot fail
+		}
+		req.Topics[0].Partitions[i] = rawproduce.RequestPartition{
+			Partition: ch.part,
+			RecordSet: protocol.RawRecordSet{Reader: bytes.NewReader(ch.enc.recordSet())},
+		}
+		ch.sent = true
+		ch.attempts++
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.p.cfg.RequestTimeout+10*time.Second)
+	defer cancel()
+	m, err := c.p.client.RoundTrip(rctx, req)
+	if err != nil {
+		for _, ch := range chunks {
+			c.transient(ch, fmt.Errorf("produce to %s/%d: %w", c.topic, ch.part, err), int16(kafka.NetworkException))
+		}
+		return
+	}
+	resp, ok := m.(*produceapi.Response)
+	if !ok {
+		for _, ch := range chunks {
+			c.transient(ch, fmt.Errorf("produce to %s/%d: unexpected response %T", c.topic, ch.part, m), int16(kafka.NetworkException))
+		}
+		return
+	}
+	for _, ch := range chunks {
+		code, found := int16(kafka.NetworkException), false
+		for _, t := range resp.Topics {
+			if t.Topic != c.topic {
+				continue
+			}
+			for _, pr := range t.Partitions {
+				if pr.Partition == ch.part {
+					code, found = pr.ErrorCode, true
+				}
+			}
+		}
+		if !found {
+			c.transient(ch, fmt.Errorf("produce to %s/%d: the broker's answer lacks the partition", c.topic, ch.part), code)
+			continue
+		}
+		c.apply(ch, code)
+	}
+}
+
+func (c *call) currentGen() uint64 {
+	_, _, gen := c.p.identity()
+	return gen
+}
+
+// apply handles a partition's error code.
+func (c *call) apply(ch *chunk, code int16) {
+	kerr := kafka.Error(code)
+	where := fmt.Sprintf("produce to %s/%d", c.topic, ch.part)
+	switch kerr {
+	case 0, kafka.DuplicateSequenceNumber:
+		// DUPLICATE_SEQUENCE_NUMBER: an earlier attempt of this very
+		// batch was written (Kafka's clients treat it as success)
+		ch.st.seq = nextSequence(ch.st.seq, ch.n)
+		ch.pending = false
+		ch.err = nil
+		return
+	case kafka.OutOfOrderSequenceNumber, kafka.UnknownProducerId, kafka.InvalidProducerIDMapping:
+		// the broker's state for this producer is not what the
+		// sequence assumes (it lost it, or an earlier batch's outcome
+		// was unknown): the batch was not written
+		if c.p.Transactional() {
+			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
+			return
+		}
+		c.p.resetIdentity(ch.gen)
+		ch.sent = false // refused, not written
+		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		return
+	case kafka.InvalidProducerEpoch, kafka.ProducerFenced:
+		switch {
+		case c.p.Transactional() && kerr == kafka.ProducerFenced:
+			c.fail(ch, fmt.Errorf("%s: %w (%w)", where, ErrProducerFenced, kerr), code)
+			return
+		case c.p.Transactional():
+			// a stale epoch: fenced by a newer producer, or bumped
+			// by the coordinator after a transaction timeout (KIP-588);
+			// Abort tells them apart
+			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
+			return
+		}
+		c.p.resetIdentity(ch.gen)
+		ch.sent = false // refused, not written
+		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		return
+	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
+		c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
+		return
+	case kafka.ClusterAuthorizationFailed, kafka.TransactionalIDAuthorizationFailed:
+		// no permission to write idempotently or with this
+		// transactional id: nothing the caller retries fixes it
+		c.fail(ch, &FatalError{Err: fmt.Errorf("%s: %w (check the client's permissions: IDEMPOTENT_WRITE on the cluster, or WRITE on the transactional id)", where, kerr)}, code)
+		return
+	case kafka.UnknownTopicOrPartition:
+		if ch.attempts >= c.p.cfg.MaxAttempts {
+			c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
+			return
+		}
+		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		return
+	}
+	if slices.Contains(permanentErrors, kerr) {
+		c.fail(ch, stages.Permanent(fmt.Errorf("%s: %w", where, kerr)), code)
+		return
+	}
+	if kerr.Temporary() {
+		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		return
+	}
+	c.fail(ch, fmt.Errorf("%s: %w", where, kerr), code)
+}
+
+// permanentErrors are broker answers that sending the same batch again
+// will not change (as pipeline.Producer classifies them).
+var permanentErrors = []kafka.Error{
+	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
+	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
+}
+
+// transient keeps the chunk for another attempt (same batch, same
+// sequence), unless it has had MaxAttempts.
+func (c *call) transient(ch *chunk, err error, code int16) {
+	if ch.attempts >= c.p.cfg.MaxAttempts {
+		ch.retryable = true
+		c.fail(ch, err, code)
+		return
+	}
+	ch.err = nil
+	ch.errCode = code
+}
+
+// fail gives up on the chunk.
+func (c *call) fail(ch *chunk, err error, code int16) {
+	c.p.abandon(ch)
+	ch.err = err
+	ch.errCode = code
+	ch.pending = false
+}
+
+// result is the call's error: the failed chunks' errors joined; the
+// whole is Permanent only if every failed chunk's error is.
+func (c *call) result() error {
+	var errs []error
+	permanent := true
+	for i := range c.chunks {
+		if err := c.chunks[i].err; err != nil {
+			errs = append(errs, err)
+			permanent = permanent && stages.IsPermanent(err)
+		}
+	}
+	switch {
+	case len(errs) == 0:
+		return nil
+	case len(errs) == 1:
+		return errs[0]
+	case permanent:
+		return stages.Permanent(errors.Join(errs...))
+	}
+	return errors.Join(errs...)
+}
+
+// nextSequence is the sequence after n records from seq: sequences wrap
+// from the largest int32 to 0, as Kafka's do.
+func nextSequence(seq int32, n int) int32 {
+	return int32((int64(seq) + int64(n)) % (1 << 31))
+}
+
+// resetIdentity makes the next batch renew an idempotent producer's id,
+// unless the identity already changed since generation gen.
+func (p *Producer) resetIdentity(gen uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gen == gen {
+		p.needsReset = true
+	}
+}
+
+// ensureIdentity initializes an idempotent producer's id on first use
+// and renews it after a reset. (A transactional producer initializes in
+// Begin and Abort.)
+func (p *Producer) ensureIdentity(ctx context.Context) error {
+	if p.Transactional() {
+		return nil
+	}
+	select {
+	case p.idToken <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-p.idToken }()
+	p.mu.Lock()
+	ok := p.pid >= 0 && !p.needsReset
+	p.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return p.initProducerID(ctx)
+}
+
+// initProducerID gets a producer id and epoch (for a transactional id:
+// the next epoch, fencing older producers; an idempotent producer gets
+// a new id) and starts a new identity
+// generation, so every partition's sequence restarts at 0.
+func (p *Producer) initProducerID(ctx context.Context) error {
+	req := &initproducerid.Request{
+		TransactionalID:      p.cfg.TransactionalID,
+		TransactionTimeoutMs: int32(p.cfg.TransactionTimeout / time.Millisecond),
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+	}
+	if p.Transactional() {
+		// Re-initializing (after an abort) names the current id and
+		// epoch (KIP-360): the coordinator bumps the epoch only if
+		// they are still current, so a producer that was fenced
+		// meanwhile cannot take the transactional id back.
+		p.mu.Lock()
+		req.ProducerID, req.ProducerEpoch = p.pid, p.epoch
+		p.mu.Unlock()
+	}
+	var resp *initproducerid.Response
+	err := p.coordinatorCall(ctx, "InitProducerID", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		resp = m.(*initproducerid.Response)
+		return resp.ErrorCode, nil
+	})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
+	p.gen++
+	p.needsReset = false
+	return nil
+}
+
+// partitionCount returns how many partitions topic has (from the
+// transport's metadata cache), retrying while the topic is unknown.
+func (p *Producer) partitionCount(ctx context.Context, topic string) (int, error) {
+	t, err := p.topicMetadata(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	return len(t.Partitions), nil
+}
+
+// leaders returns the leader of each partition of topic.
+func (p *Producer) leaders(ctx context.Context, topic string) (map[int32]int32, error) {
+	t, err := p.topicMetadata(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32]int32, len(t.Partitions))
+	for _, part := range t.Partitions {
+		out[part.PartitionIndex] = part.LeaderID
+	}
+	return out, nil
+}
+
+func (p *Producer) topicMetadata(ctx context.Context, topic string) (meta.ResponseTopic, error) {
+	backoff := p.cfg.RetryBackoff
+	var last error
+	for attempt := 1; ; attempt++ {
+		m, err := p.client.RoundTrip(ctx, &meta.Request{TopicNames: []string{topic}})
+		if err == nil {
+			resp := m.(*meta.Response)
+			for _, t := range resp.Topics {
+				if t.Name != topic {
+					continue
+				}
+				switch {
+				case t.ErrorCode == 0 && len(t.Partitions) > 0:
+					return t, nil
+				case t.ErrorCode == int16(kafka.TopicAuthorizationFailed) || t.ErrorCode == int16(kafka.InvalidTopic):
+					return t, &SinkError{Topic: topic, Err: kafka.Error(t.ErrorCode)}
+				case t.ErrorCode != 0:
+					err = kafka.Error(t.ErrorCode)
+				default:
+					err = kafka.UnknownTopicOrPartition
+				}
+			}
+			if err == nil {
+				err = kafka.UnknownTopicOrPartition
+			}
+			last = err
+		} else {
+			last = fmt.Errorf("metadata for topic %q: %w", topic, err)
+		}
+		if ctx.Err() != nil {
+			return meta.ResponseTopic{}, context.Cause(ctx)
+		}
+		if attempt >= p.cfg.MaxAttempts {
+			if errors.Is(last, kafka.UnknownTopicOrPartition) {
+				return meta.ResponseTopic{}, &SinkError{Topic: topic, Err: last}
+			}
+			return meta.ResponseTopic{}, last
+		}
+		if err := sleep(ctx, backoff); err != nil {
+			return meta.ResponseTopic{}, err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

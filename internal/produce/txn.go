@@ -1,0 +1,499 @@
+package produce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/addoffsetstotxn"
+	"github.com/segmentio/kafka-go/protocol/addpartitionstotxn"
+	"github.com/segmentio/kafka-go/protocol/endtxn"
+	"github.com/segmentio/kafka-go/protocol/txnoffsetcommit"
+)
+
+// The life of a transactional producer:
+//
+//	uninit --Begin--> open --Commit--> ending --> ready --Begin--> open ...
+//	                   |  --Abort---> ending --> ready
+//	                   +-- a failure --> abortable --Abort--> ready
+//	any --fenced or fatal--> failed (for good)
+const (
+	txnUninit = iota
+	txnReady
+	txnOpen
+	txnEnding // Commit or Abort under way: no new Produce
+	txnAbortable
+	txnFailed
+)
+
+// txnState is a transactional producer's state, guarded by Producer.mu.
+type txnState struct {
+	state    int
+	err      error // the abortable or fatal error
+	inflight int   // Produce and SendOffsets calls under way
+	drained  chan struct{}
+	added    map[partitionKey]bool // partitions registered with the coordinator
+	groups   map[string]bool       // groups whose offsets are in the transaction
+}
+
+// enter admits a Produce or SendOffsets call: for a transactional
+// producer, only inside an open transaction.
+func (p *Producer) enter() error {
+	if !p.Transactional() {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.txn.state {
+	case txnFailed, txnAbortable:
+		return p.txn.err
+	case txnOpen:
+		p.txn.inflight++
+		return nil
+	}
+	return ErrNotInTransaction
+}
+
+// leave ends a call enter admitted. A failed call fails the transaction:
+// its outputs may be partly written, so the transaction must not commit.
+func (p *Producer) leave(err error) {
+	if !p.Transactional() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txn.inflight--
+	if err != nil {
+		p.failLocked(err)
+	}
+	if p.txn.inflight == 0 && p.txn.drained != nil {
+		close(p.txn.drained)
+		p.txn.drained = nil
+	}
+}
+
+// failLocked records err: fenced and fatal errors end the producer, any
+// other error makes the transaction abortable.
+func (p *Producer) failLocked(err error) {
+	var fatal *FatalError
+	switch {
+	case p.txn.state == txnFailed:
+	case errors.Is(err, ErrProducerFenced):
+		p.txn.state, p.txn.err = txnFailed, err
+	case errors.As(err, &fatal):
+		p.txn.state, p.txn.err = txnFailed, err
+	case p.txn.state == txnOpen || p.txn.state == txnEnding || p.txn.state == txnAbortable:
+		if p.txn.state != txnAbortable {
+			var ab *AbortableError
+			if !errors.As(err, &ab) {
+				err = &AbortableError{Err: err}
+			}
+			p.txn.state, p.txn.err = txnAbortable, err
+		}
+	}
+}
+
+func (p *Producer) fail(err error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failLocked(err)
+	return err
+}
+
+// drain waits until no Produce or SendOffsets call is under way.
+func (p *Producer) drain(ctx context.Context) error {
+	p.mu.Lock()
+	if p.txn.inflight == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	if p.txn.drained == nil {
+		p.txn.drained = make(chan struct{})
+	}
+	ch := p.txn.drained
+	p.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Begin opens a transaction. The first Begin initializes the producer
+// (InitProducerID with the transactional id), which fences every older
+// producer with the same id and completes or aborts whatever
+// transaction it left open. Begin fails with ErrTransactionInProgress
+// while a transaction is open, and with the stored error once the
+// producer is fenced or failed.
+func (p *Producer) Begin(ctx context.Context) error {
+	if !p.Transactional() {
+		return ErrNotTransactional
+	}
+	p.mu.Lock()
+	state, err := p.txn.state, p.txn.err
+	p.mu.Unlock()
+	switch state {
+	case txnFailed:
+		return err
+	case txnOpen, txnEnding, txnAbortable:
+		return ErrTransactionInProgress
+	case txnUninit:
+		if err := p.initTxn(ctx); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txn.state = txnOpen
+	p.txn.err = nil
+	p.txn.added = map[partitionKey]bool{}
+	p.txn.groups = map[string]bool{}
+	return nil
+}
+
+// initTxn (re)initializes a transactional producer: a new epoch, every
+// sequence back to 0.
+func (p *Producer) initTxn(ctx context.Context) error {
+	if err := p.initProducerID(ctx); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		if !errors.Is(err, ErrProducerFenced) {
+			err = &FatalError{Err: err}
+		}
+		return p.fail(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txn.state = txnReady
+	return nil
+}
+
+// addPartitions registers the partitions of topic the transaction has
+// not written yet with the transaction coordinator (AddPartitionsToTxn).
+func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int32) error {
+	select {
+	case p.addToken <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-p.addToken }()
+	p.mu.Lock()
+	var missing []int32
+	for _, part := range parts {
+		if !p.txn.added[partitionKey{topic, part}] {
+			missing = append(missing, part)
+		}
+	}
+	pid, epoch := p.pid, p.epoch
+	p.mu.Unlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	req := &addpartitionstotxn.Request{
+		TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch,
+		Topics: []addpartitionstotxn.RequestTopic{{Name: topic, Partitions: missing}},
+	}
+	err := p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		var codes []int16
+		for _, t := range m.(*addpartitionstotxn.Response).Results {
+			for _, r := range t.Results {
+				codes = append(codes, r.ErrorCode)
+			}
+		}
+		return firstError(codes), nil
+	})
+	if err != nil {
+		return p.txnError(ctx, topic, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, part := range missing {
+		p.txn.added[partitionKey{topic, part}] = true
+	}
+	return nil
+}
+
+// operationNotAttempted is the code of partitions a request skipped
+// because another of its partitions failed.
+const operationNotAttempted = 55
+
+// firstError is the code that explains a request's failure: the first
+// non-zero one that is not "not attempted".
+func firstError(codes []int16) int16 {
+	var out int16
+	for _, c := range codes {
+		switch {
+		case c == 0:
+		case c == operationNotAttempted:
+			if out == 0 {
+				out = c
+			}
+		case out == 0 || out == operationNotAttempted:
+			out = c
+		}
+	}
+	return out
+}
+
+// txnError classifies the error of a transaction request (after
+// coordinatorCall's retries) and records it.
+func (p *Producer) txnError(ctx context.Context, topic string, err error) error {
+	if ctx.Err() != nil {
+		return p.fail(err)
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kafka.TransactionalIDAuthorizationFailed, kafka.ClusterAuthorizationFailed, kafka.InvalidTransactionTimeout, kafka.UnsupportedVersion:
+			return p.fail(&FatalError{Err: err})
+		case kafka.TopicAuthorizationFailed:
+			if topic != "" {
+				return p.fail(&SinkError{Topic: topic, Err: err})
+			}
+		}
+	}
+	return p.fail(err)
+}
+
+// GroupMember is the consumer group member whose offsets a transaction
+// commits (KIP-447): the group coordinator refuses them once the member's
+// generation has moved on, which fences a zombie after a rebalance.
+type GroupMember struct {
+	Group      string
+	Generation int32
+	MemberID   string
+	InstanceID string // empty for a dynamic member
+}
+
+// Offset is a consumer position committed in a transaction: the next
+// offset to read, with the leader epoch of the last record read (-1 if
+// unknown).
+type Offset struct {
+	Topic       string
+	Partition   int32
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// SendOffsets adds the member's consumer offsets to the open
+// transaction (AddOffsetsToTxn, then TxnOffsetCommit v3 to the group
+// coordinator): they commit, or are discarded, with the transaction's
+// records. A stale member fails with an AbortableError wrapping
+// ErrStaleMember.
+func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets []Offset) (err error) {
+	if !p.Transactional() {
+		return ErrNotTransactional
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	if err := p.enter(); err != nil {
+		return err
+	}
+	defer func() { p.leave(err) }()
+	p.mu.Lock()
+	pid, epoch, known := p.pid, p.epoch, p.txn.groups[member.Group]
+	p.mu.Unlock()
+	if !known {
+		req := &addoffsetstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, GroupID: member.Group}
+		err := p.coordinatorCall(ctx, "AddOffsetsToTxn", func(ctx context.Context) (int16, error) {
+			m, err := p.client.RoundTrip(ctx, req)
+			if err != nil {
+				return 0, err
+			}
+			return m.(*addoffsetstotxn.Response).ErrorCode, nil
+		})
+		if err != nil {
+			return p.txnError(ctx, "", err)
+		}
+		p.mu.Lock()
+		p.txn.groups[member.Group] = true
+		p.mu.Unlock()
+	}
+	req := &txnoffsetcommit.Request{
+		TransactionalID: p.cfg.TransactionalID, GroupID: member.Group, ProducerID: pid, ProducerEpoch: epoch,
+		GenerationID: member.Generation, MemberID: member.MemberID, GroupInstanceID: member.InstanceID,
+	}
+	offsets = slices.Clone(offsets)
+	slices.SortStableFunc(offsets, func(a, b Offset) int { return strings.Compare(a.Topic, b.Topic) })
+	for _, o := range offsets {
+		i := len(req.Topics) - 1
+		if i < 0 || req.Topics[i].Name != o.Topic {
+			req.Topics = append(req.Topics, txnoffsetcommit.RequestTopic{Name: o.Topic})
+			i++
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, txnoffsetcommit.RequestPartition{
+			Partition: o.Partition, CommittedOffset: o.Offset, CommittedLeaderEpoch: o.LeaderEpoch, CommittedMetadata: o.Metadata,
+		})
+	}
+	err = p.coordinatorCall(ctx, "TxnOffsetCommit", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, req)
+		if err != nil {
+			return 0, err
+		}
+		var codes []int16
+		for _, t := range m.(*txnoffsetcommit.Response).Topics {
+			for _, r := range t.Partitions {
+				codes = append(codes, r.ErrorCode)
+			}
+		}
+		return firstError(codes), nil
+	})
+	var ke kafka.Error
+	if errors.As(err, &ke) && (ke == kafka.UnknownMemberId || ke == kafka.IllegalGeneration || ke == kafka.FencedInstanceID) {
+		err = &AbortableError{Err: fmt.Errorf("%w: %w", ErrStaleMember, err)}
+	}
+	if err != nil {
+		return p.txnError(ctx, "", err)
+	}
+	return nil
+}
+
+// Commit commits the open transaction (EndTxn): its records become
+// visible to read_committed consumers and its offsets commit, atomically.
+// It waits for Produce and SendOffsets calls under way and refuses new
+// ones. If a call of the transaction failed, Commit returns that
+// AbortableError and the caller must Abort. If ctx ends first, Commit
+// may be called again (or Abort). ErrProducerFenced and FatalError end
+// the producer.
+func (p *Producer) Commit(ctx context.Context) error {
+	return p.end(ctx, true)
+}
+
+// Abort aborts the open (or failed) transaction (EndTxn): none of its
+// records becomes visible and none of its offsets commits. It then
+// re-initializes the producer (a new epoch, sequences from 0), so a
+// batch whose outcome was unknown cannot meet the next transaction's. It
+// is a no-op without a transaction; if ctx ends first, call it again.
+func (p *Producer) Abort(ctx context.Context) error {
+	return p.end(ctx, false)
+}
+
+func (p *Producer) end(ctx context.Context, commit bool) error {
+	if !p.Transactional() {
+		return ErrNotTransactional
+	}
+	p.mu.Lock()
+	state, err := p.txn.state, p.txn.err
+	switch {
+	case state == txnFailed:
+		p.mu.Unlock()
+		return err
+	case commit && state == txnAbortable:
+		p.mu.Unlock()
+		return err
+	case state == txnUninit || state == txnReady:
+		p.mu.Unlock()
+		if commit {
+			return ErrNotInTransaction
+		}
+		return nil
+	}
+	if commit || state != txnAbortable {
+		p.txn.state = txnEnding
+	}
+	p.mu.Unlock()
+	if err := p.drain(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	state, err = p.txn.state, p.txn.err
+	pid, epoch := p.pid, p.epoch
+	registered := len(p.txn.added) > 0 || len(p.txn.groups) > 0
+	p.mu.Unlock()
+	if commit && state != txnEnding {
+		return err // a call failed while the commit waited for it
+	}
+	if registered {
+		req := &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: commit}
+		err := p.coordinatorCall(ctx, "EndTxn", func(ctx context.Context) (int16, error) {
+			m, err := p.client.RoundTrip(ctx, req)
+			if err != nil {
+				return 0, err
+			}
+			return m.(*endtxn.Response).ErrorCode, nil
+		})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return err // the outcome is unknown: Commit or Abort again
+		case !commit && !errors.Is(err, ErrProducerFenced):
+			// re-initializing below aborts whatever is still open
+		default:
+			return p.txnError(ctx, "", err)
+		}
+	}
+	if !commit {
+		if err := p.initTxn(ctx); err != nil {
+			return err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txn.state, p.txn.err = txnReady, nil
+	p.txn.added, p.txn.groups = nil, nil
+	return nil
+}
+
+// coordinatorCall sends a request to a coordinator (send returns the
+// answer's error code) and retries what the protocol says to retry:
+// coordinator moves and loads (the transport finds the coordinator
+// again on every request), time-outs and network errors up to
+// MaxAttempts, CONCURRENT_TRANSACTIONS (a previous transaction is still
+// completing) with a short backoff until ctx ends. PRODUCER_FENCED is
+// ErrProducerFenced; any other code is returned as a kafka.Error.
+func (p *Producer) coordinatorCall(ctx context.Context, op string, send func(context.Context) (int16, error)) error {
+	backoff := p.cfg.RetryBackoff
+	attempts := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+		code, err := send(rctx)
+		cancel()
+		if err == nil && code == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", op, context.Cause(ctx))
+		}
+		wait := backoff
+		if err == nil {
+			ke := kafka.Error(code)
+			switch ke {
+			case kafka.ConcurrentTransactions:
+				wait = 20 * time.Millisecond
+				attempts-- // not a failure: wait as long as ctx allows
+			case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress,
+				kafka.RequestTimedOut, kafka.NetworkException, kafka.UnstableOffsetCommit:
+			case kafka.ProducerFenced, kafka.TransactionCoordinatorFenced:
+				// (INVALID_PRODUCER_EPOCH is not fencing since KIP-588:
+				// an epoch the coordinator bumped after a transaction
+				// timeout; Abort recovers from it)
+				return fmt.Errorf("%s: %w (%w)", op, ErrProducerFenced, ke)
+			default:
+				return fmt.Errorf("%s: %w", op, ke)
+			}
+			err = ke
+		}
+		attempts++
+		if attempts >= p.cfg.MaxAttempts {
+			return fmt.Errorf("%s: %w (after %d attempts)", op, err, attempts)
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		if wait == backoff {
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}

@@ -1,0 +1,411 @@
+package builtin
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The stages read record values as JSON with their own reader: one pass
+// (scanJSON) checks a value (valid, nesting depth, numbers), and a
+// second (decodeValid) builds the json variable from a value the first
+// accepted. Both cost time linear in the value's size, whatever its
+// shape, and neither recurses on the value's nesting beyond
+// MaxJSONDepth. Validity and the decoded values are encoding/json's
+// (FuzzFastJSONAgreesWithStd), numbers excepted: see jsonNumber.
+
+// MaxJSONDepth is how deeply arrays and objects may nest in a record
+// value read as JSON (by the json stage and by expressions that read
+// json): a value nested deeper fails its record with a *DepthError.
+// 1000 is Jackson's default since 2.15 (the JVM side of most Kafka
+// pipelines), so what it writes and reads passes here; encoding/json
+// allows 10000. Real records nest a few levels; the limit bounds the
+// decoder's recursion and what expressions walk.
+const MaxJSONDepth = 1000
+
+// DepthError is a valid JSON value nested deeper than MaxJSONDepth. The
+// record fails with it (a record error: dead-lettered or stopping the
+// partition by policy), in the json stage and in every stage whose
+// expressions read json; such a value is never decoded.
+type DepthError struct {
+	// Depth is how deeply the value nests arrays and objects.
+	Depth int
+	// Limit is MaxJSONDepth.
+	Limit int
+}
+
+// Error is one line, for a dead-letter header.
+func (e *DepthError) Error() string {
+	return fmt.Sprintf("JSON value nests arrays or objects %d levels deep; the limit is %d (check the producer of this topic)",
+		e.Depth, e.Limit)
+}
+
+// jsonScan is what scanJSON learns about a value.
+type jsonScan struct {
+	valid  bool  // JSON text
+	object bool  // valid, and a JSON object
+	err    error // valid but refused: a *DepthError, else the first *NumberError
+}
+
+// scanJSON checks v in one pass, keeping a stack of one byte per open
+// array or object (no recursion, whatever the depth). A valid value is
+// read to its end even past MaxJSONDepth, so that a value too deep is
+// told apart from one that is not JSON at all.
+func scanJSON(v []byte) jsonScan {
+	var buf [64]byte
+	stack := buf[:0] // '{' or '[' per open container
+	maxDepth := 0
+	var numErr error
+	i := skipSpace(v, 0)
+	object := i < len(v) && v[i] == '{'
+	for {
+		// A value starts at v[i].
+		if i >= len(v) {
+			return jsonScan{}
+		}
+		switch c := v[i]; {
+		case c == '{' || c == '[':
+			stack = append(stack, c)
+			maxDepth = max(maxDepth, len(stack))
+			i = skipSpace(v, i+1)
+			if i < len(v) && v[i] == c+2 { // '}' or ']': empty
+				stack = stack[:len(stack)-1]
+				i++
+				break
+			}
+			if c == '{' {
+				if i = scanMemberName(v, i); i < 0 {
+					return jsonScan{}
+				}
+			}
+			continue
+		case c == '"':
+			i = scanString(v, i)
+		case c == 't':
+			i = scanLiteral(v, i, "true")
+		case c == 'f':
+			i = scanLiteral(v, i, "false")
+		case c == 'n':
+			i = scanLiteral(v, i, "null")
+		case c == '-' || c >= '0' && c <= '9':
+			j := scanNumber(v, i)
+			if j >= 0 && numErr == nil {
+				_, _, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
+			}
+			i = j
+		default:
+			return jsonScan{}
+		}
+		if i < 0 {
+			return jsonScan{}
+		}
+		// After a value: close containers until one goes on.
+		for {
+			i = skipSpace(v, i)
+			if len(stack) == 0 {
+				if i != len(v) {
+					return jsonScan{}
+				}
+				s := jsonScan{valid: true, object: object, err: numErr}
+				if maxDepth > MaxJSONDepth {
+					s.err = &DepthError{Depth: maxDepth, Limit: MaxJSONDepth}
+				}
+				return s
+			}
+			if i >= len(v) {
+				return jsonScan{}
+			}
+			open := stack[len(stack)-1]
+			if v[i] == ',' {
+				i = skipSpace(v, i+1)
+				if open == '{' {
+					if i = scanMemberName(v, i); i < 0 {
+						return jsonScan{}
+					}
+				}
+				break
+			}
+			if v[i] != open+2 {
+				return jsonScan{}
+			}
+			stack = stack[:len(stack)-1]
+			i++
+		}
+	}
+}
+
+// scanMemberName returns the index of the value after the member name
+// and colon starting at v[i], or -1 if there are none.
+func scanMemberName(v []byte, i int) int {
+	if i >= len(v) || v[i] != '"' {
+		return -1
+	}
+	if i = scanString(v, i); i < 0 {
+		return -1
+	}
+	if i = skipSpace(v, i); i >= len(v) || v[i] != ':' {
+		return -1
+	}
+	return skipSpace(v, i+1)
+}
+
+// scanString returns the index past the string token starting at v[i] (a
+// quote), or -1 if it is not one. Bytes that are not UTF-8 are accepted,
+// as encoding/json does (decoding replaces them).
+func scanString(v []byte, i int) int {
+	for i++; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '"':
+			return i + 1
+		case c < 0x20:
+			return -1
+		case c == '\\':
+			if i++; i >= len(v) {
+				return -1
+			}
+			switch v[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(v)-i < 5 || hex4(v[i+1:i+5]) < 0 {
+					return -1
+				}
+				i += 4
+			default:
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// hex4 is the value of four hex digits, or -1.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+func scanLiteral(v []byte, i int, lit string) int {
+	if len(v)-i < len(lit) || string(v[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanNumber returns the index past the number starting at v[i], or -1:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(v []byte, i int) int {
+	if v[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(v):
+		return -1
+	case v[i] == '0':
+		i++
+	case v[i] >= '1' && v[i] <= '9':
+		i = skipDigits(v, i)
+	default:
+		return -1
+	}
+	if i < len(v) && v[i] == '.' {
+		j := skipDigits(v, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		j := skipDigits(v, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func skipDigits(v []byte, i int) int {
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// decodeValid returns the value of v, which scanJSON found valid and did
+// not refuse (depth within MaxJSONDepth, every number holdable): objects
+// are map[string]any (of duplicate names the last wins), arrays []any,
+// numbers as jsonNumber says, strings as encoding/json decodes them.
+// Strings without escapes share v's bytes (read-only, never reused: see
+// stages.Record).
+func decodeValid(v []byte) any {
+	d := decoder{b: v, i: skipSpace(v, 0)}
+	return d.value()
+}
+
+// decoder reads one valid value; i is the position in b.
+type decoder struct {
+	b []byte
+	i int
+}
+
+func (d *decoder) value() any {
+	b := d.b
+	switch c := b[d.i]; c {
+	case '{':
+		m := make(map[string]any)
+		d.i = skipSpace(b, d.i+1)
+		if b[d.i] == '}' {
+			d.i++
+			return m
+		}
+		for {
+			name := d.str()
+			d.i = skipSpace(b, skipSpace(b, d.i)+1) // past ':'
+			m[name] = d.value()
+			d.i = skipSpace(b, d.i)
+			if b[d.i] == '}' {
+				d.i++
+				return m
+			}
+			d.i = skipSpace(b, d.i+1) // past ','
+		}
+	case '[':
+		a := make([]any, 0) // [] is an empty array, not nil, as in encoding/json
+		d.i = skipSpace(b, d.i+1)
+		if b[d.i] == ']' {
+			d.i++
+			return a
+		}
+		for {
+			a = append(a, d.value())
+			d.i = skipSpace(b, d.i)
+			if b[d.i] == ']' {
+				d.i++
+				return a
+			}
+			d.i = skipSpace(b, d.i+1) // past ','
+		}
+	case '"':
+		return d.str()
+	case 't':
+		d.i += len("true")
+		return true
+	case 'f':
+		d.i += len("false")
+		return false
+	case 'n':
+		d.i += len("null")
+		return nil
+	}
+	j := scanNumber(b, d.i)
+	n, _ := jsonNumber(bytesString(b[d.i:j])) // holdable: checked by scanJSON
+	d.i = j
+	return n
+}
+
+// str returns the string token at d.i, unescaped, and moves past it.
+func (d *decoder) str() string {
+	b := d.b
+	start := d.i + 1
+	escaped, ascii := false, true
+	i := start
+	for ; b[i] != '"'; i++ {
+		switch c := b[i]; {
+		case c == '\\':
+			escaped = true
+			i++
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	d.i = i + 1
+	s := b[start:i]
+	if !escaped && (ascii || utf8.Valid(s)) {
+		return bytesString(s)
+	}
+	return unquote(s)
+}
+
+// unquote decodes the inside of a valid string token as encoding/json
+// does: escapes decoded, a lone or broken surrogate and every byte that
+// is not UTF-8 replaced by U+FFFD.
+func unquote(s []byte) string {
+	out := make([]byte, 0, len(s)+utf8.UTFMax)
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\':
+			e := s[i+1]
+			i += 2
+			switch e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(s[i:])
+				i += 4
+				if utf16.IsSurrogate(r) {
+					if len(s)-i >= 6 && s[i] == '\\' && s[i+1] == 'u' {
+						if dec := utf16.DecodeRune(r, hex4(s[i+2:])); dec != unicode.ReplacementChar {
+							out = utf8.AppendRune(out, dec)
+							i += 6
+							continue
+						}
+					}
+					r = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, r)
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			out = utf8.AppendRune(out, r)
+			i += size
+		}
+	}
+	return string(out)
+}
+
+// jsonNumber converts a JSON number literal (valid, as checked by
+// scanNumber): a whole number (no fraction, no exponent) to an int, any
+// other to a float64. One that neither holds, a whole number beyond 64
+// bits or a number beyond a float64's range, is a *NumberError.
+func jsonNumber(lit string) (any, error) {
+	i, f, whole, err := classify(lit)
+	switch {
+	case err != nil:
+		return nil, err
+	case whole:
+		return int(i), nil
+	}
+	return f, nil
+}
