@@ -23,12 +23,25 @@ const (
 	// partition resumes at the log start.
 	ReasonBelowLogStart
 	// ReasonAboveHighWatermark: the position is above the high
-	// watermark (the topic was deleted and recreated, or an unclean
-	// leader election lost data); auto_offset_reset chose the new start.
-	// This is a data-loss event.
+	// watermark (the topic was deleted and recreated, or records were
+	// lost and the partition's leader epoch could not tell where);
+	// auto_offset_reset chose the new start. This is a data-loss event.
 	ReasonAboveHighWatermark
 	// ReasonSeek: the application called Seek.
 	ReasonSeek
+	// ReasonLogTruncation: the partition's log diverged below the
+	// position. An unclean leader election made a replica that lacked
+	// the last records leader, so the records the consumer read from the
+	// old leader after the divergence point are gone, and new records
+	// may take their offsets. Detected by checking the leader epoch of
+	// the last record read (or committed) against the new leader's log
+	// (OffsetForLeaderEpoch, KIP-320), after a leader change, an
+	// OffsetOutOfRange answer, or at start from a committed offset that
+	// carries its epoch. The partition resumes at the divergence point
+	// (the end of that epoch on the new leader), whatever
+	// auto_offset_reset says, so nothing written after it is skipped.
+	// This is a data-loss event; To is below From.
+	ReasonLogTruncation
 )
 
 // String returns the reason's snake_case name, as used in logs and
@@ -43,6 +56,8 @@ func (r ResetReason) String() string {
 		return "above_high_watermark"
 	case ReasonSeek:
 		return "seek"
+	case ReasonLogTruncation:
+		return "log_truncation"
 	}
 	return fmt.Sprintf("ResetReason(%d)", uint8(r))
 }
@@ -62,8 +77,10 @@ type ResetEvent struct {
 	Skipped       int64
 	LogStart      int64 // log start offset seen when resolving, -1 if not looked up
 	HighWatermark int64 // high watermark seen when resolving, -1 if not looked up
-	// DataLoss is true when the old position was above the high
-	// watermark: records the group believed existed are gone.
+	// DataLoss is true when records the group believed existed are
+	// gone: the old position was above the high watermark
+	// (ReasonAboveHighWatermark), or the log was truncated below it
+	// (ReasonLogTruncation).
 	DataLoss bool
 	Epoch    Epoch
 }

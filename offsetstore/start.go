@@ -56,6 +56,9 @@ func (k StartKind) String() string {
 type StartRequest struct {
 	kind   StartKind
 	offset int64 // StartExact, StartCommitted: the offset; StartAtTime: Unix milliseconds
+	// epoch is StartCommitted's leader epoch plus one (0: none), so the
+	// zero value carries no epoch.
+	epoch int32
 }
 
 // ByPolicy returns the request to start where the consumer's reset policy
@@ -87,6 +90,30 @@ func Exact(offset int64) StartRequest { return StartRequest{kind: StartExact, of
 // validation is enabled) and falls back as for [Exact].
 func Committed(offset int64) StartRequest {
 	return StartRequest{kind: StartCommitted, offset: offset}
+}
+
+// CommittedAt returns the request to resume at a committed offset that
+// was committed with the leader epoch of the record before it
+// (OffsetCommit v7+, KIP-320). Before fetching, the coordinator asks the
+// partition's leader where that epoch ends (when validation is enabled):
+// if its log diverged below offset, the partition resumes at the
+// divergence point and the reset is reported as
+// [ReasonLogTruncation]. A negative leaderEpoch is [Committed].
+func CommittedAt(offset int64, leaderEpoch int32) StartRequest {
+	r := Committed(offset)
+	if leaderEpoch >= 0 {
+		r.epoch = leaderEpoch + 1
+	}
+	return r
+}
+
+// LeaderEpoch returns the leader epoch a [CommittedAt] request carries;
+// ok is false for every other request.
+func (r StartRequest) LeaderEpoch() (epoch int32, ok bool) {
+	if r.kind == StartCommitted && r.epoch > 0 {
+		return r.epoch - 1, true
+	}
+	return -1, false
 }
 
 // Kind says what the request asks for.

@@ -167,7 +167,10 @@ type ConsumerConfig struct {
 	// wedge a partition silently. Default 1m.
 	ProcessingTimeout time.Duration `yaml:"processing_timeout"`
 	// ReadCommitted reads only committed transactional records
-	// (isolation.level=read_committed). Default read_uncommitted.
+	// (isolation.level=read_committed): fetches skip aborted
+	// transactions, and "latest" is the last stable offset (where the
+	// oldest open transaction starts), not the high watermark. Default
+	// read_uncommitted.
 	ReadCommitted bool `yaml:"read_committed"`
 	// SessionTimeout: the group evicts a member silent for this long.
 	// Default 30s.

@@ -118,9 +118,11 @@ type coordinator struct {
 	zombies  map[offsetstore.TopicPartition]int  // released partitions with an operation in flight
 	paused   map[offsetstore.TopicPartition]bool // survives generations
 	leaders  map[offsetstore.TopicPartition]int32
-	brokers  map[fetcherKey]*fetcher
-	fetchers []*fetcher // the same, in the order they were made: fetches are planned in a stable order
-	waiting  []*fetcher // fetchers refused for lack of budget, served first in this order (see planFetches)
+	// leaderEpochs are the leaders' epochs the last metadata gave
+	leaderEpochs map[offsetstore.TopicPartition]int32
+	brokers      map[fetcherKey]*fetcher
+	fetchers     []*fetcher // the same, in the order they were made: fetches are planned in a stable order
+	waiting      []*fetcher // fetchers refused for lack of budget, served first in this order (see planFetches)
 
 	resolver     inFlight // the lookup in flight
 	committer    inFlight // the commit in flight (no slots)
@@ -168,17 +170,18 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		cfg.budget = 64 << 20
 	}
 	return &coordinator{
-		cfg:     cfg,
-		out:     out,
-		log:     log,
-		stats:   stats,
-		now:     now,
-		gen:     offsets.NoGeneration,
-		index:   make(map[offsetstore.TopicPartition]int),
-		zombies: make(map[offsetstore.TopicPartition]int),
-		paused:  make(map[offsetstore.TopicPartition]bool),
-		leaders: make(map[offsetstore.TopicPartition]int32),
-		brokers: make(map[fetcherKey]*fetcher),
+		cfg:          cfg,
+		out:          out,
+		log:          log,
+		stats:        stats,
+		now:          now,
+		gen:          offsets.NoGeneration,
+		index:        make(map[offsetstore.TopicPartition]int),
+		zombies:      make(map[offsetstore.TopicPartition]int),
+		paused:       make(map[offsetstore.TopicPartition]bool),
+		leaders:      make(map[offsetstore.TopicPartition]int32),
+		leaderEpochs: make(map[offsetstore.TopicPartition]int32),
+		brokers:      make(map[fetcherKey]*fetcher),
 	}
 }
 

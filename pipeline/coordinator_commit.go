@@ -49,6 +49,9 @@ func (c *coordinator) onProcessed(r *process.Report) {
 				c.stale("processed mark", p.tp)
 			} else {
 				c.dirty = true
+				if done == h.span.End {
+					p.markEpochs.note(done, h.leaderEpoch)
+				}
 				if c.cfg.reportCommits {
 					p.recent.note(bt, done)
 				}
@@ -144,7 +147,7 @@ func (c *coordinator) sendCommit() bool {
 			continue
 		}
 		if off, ok := p.wm.Committable(); ok && off > p.committed {
-			entries = append(entries, offsets.CommitEntry{Partition: p.tp, Offset: off})
+			entries = append(entries, offsets.CommitEntry{Partition: p.tp, Offset: off, LeaderEpoch: p.markEpochs.at(off)})
 			if c.cfg.reportCommits {
 				c.committing = append(c.committing, CommittedOffset{Partition: p.tp, Offset: off, RecordTime: p.recent.newestBelow(off)})
 			}

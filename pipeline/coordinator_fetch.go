@@ -54,7 +54,10 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			c.bury(p)
 			continue
 		}
-		if !current || p.state != Fetching || req.PositionAt(i) != p.pos {
+		// A fetch sent with another leader epoch than the partition's
+		// now is stale too: its answer came from (or was refused by) a
+		// leader the metadata has moved past (KIP-320).
+		if !current || p.state != Fetching || req.PositionAt(i) != p.pos || req.At(i).LeaderEpoch != p.leaderEpoch {
 			c.stale("fetch result", p.tp)
 			c.needResolve = true
 			c.makeReady(p)
@@ -124,16 +127,21 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 		// bytes) and marks exactly that when the batch completes: it
 		// never trusts, or even reads, the batch itself here.
 		c.toProcess.Batches = append(c.toProcess.Batches, bt)
-		p.out = append(p.out, handout{batch: bt, span: offsets.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes})
+		p.out = append(p.out, handout{batch: bt, span: offsets.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes,
+			leaderEpoch: pr.LastLeaderEpoch})
 		p.outBytes += pr.Bytes
 		c.buffered += pr.Bytes
 	} else {
 		// Only offsets without records (transaction markers): nothing
 		// to process, the span is done.
 		_ = p.wm.Mark(c.gen, p.epoch, offsets.Span{Start: at, End: pr.Next})
+		p.markEpochs.note(pr.Next, pr.LastLeaderEpoch)
 		c.dirty = true
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
+	if pr.LastLeaderEpoch >= 0 {
+		p.fetchedEpoch = pr.LastLeaderEpoch
+	}
 	return true
 }
 
@@ -163,17 +171,28 @@ func (c *coordinator) onCorrupt(p *partition, pr *fetch.PartitionResult) {
 }
 
 // outOfRange handles a broker's OffsetOutOfRange: the position is checked
-// against fresh log bounds before anything is reset. The epoch stays: if
-// the position turns out valid, batches already being processed still
-// count.
+// against fresh log bounds, and against the leader's log for the epoch of
+// the last record fetched (a log truncated by an unclean leader election
+// answers OffsetOutOfRange to a position past its new end), before
+// anything is reset. The epoch stays: if the position turns out valid,
+// batches already being processed still count.
 func (c *coordinator) outOfRange(p *partition, pr *fetch.PartitionResult) {
 	off := p.pos.Offset()
 	c.log.Info("offset out of range; checking the log bounds", zap.Stringer("partition", p.tp),
 		zap.Int64("offset", off), zap.Int64("log_start", pr.LogStart), zap.Int64("high_watermark", pr.HighWatermark))
+	c.validate(p)
+}
+
+// validate moves a fetching p to AwaitValidation of its position: the log
+// bounds, and where the leader epoch of the last record fetched ends on
+// the leader, if that epoch is known.
+func (c *coordinator) validate(p *partition) {
+	off := p.pos.Offset()
 	p.from = off
 	p.seek = false
 	p.req = offsetstore.Exact(off)
 	p.state = AwaitValidation
+	p.validateEpoch = p.fetchedEpoch
 	c.needResolve = true
 }
 
@@ -184,6 +203,7 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 		return
 	}
 	c.leaders = l.Leaders
+	c.leaderEpochs = l.Epochs
 	c.needLeaders = false
 	for _, p := range c.slots {
 		if p == nil || p.zombie {
@@ -193,7 +213,39 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 		if !ok {
 			leader = -1
 		}
+		epoch, ok := l.Epochs[p.tp]
+		if !ok {
+			epoch = -1
+		}
+		// An older epoch than the one known is taken too: partitions
+		// are named by topic, not topic id, and a topic deleted and
+		// created again starts its epochs over (keeping ours, every
+		// fetch would be refused as UNKNOWN_LEADER_EPOCH forever). A
+		// broker behind the others that answered the metadata costs one
+		// FENCED_LEADER_EPOCH answer and a refresh.
+		if epoch >= 0 {
+			// an unknown epoch (no leader now: an offline partition)
+			// keeps the last one known, so the next leader's epoch is
+			// compared with it
+			c.setLeaderEpoch(p, epoch)
+		}
 		c.setLeader(p, leader)
+	}
+}
+
+// setLeaderEpoch records the leader epoch the metadata gave p. A newer
+// epoch than the one p fetched under means the leader changed: a
+// fetching partition whose last record's epoch is known validates its
+// position with the new leader before it fetches again (KIP-320), since
+// an unclean election may have truncated the log below it. Fetches and
+// lookups in flight with the old epoch are stale (see onFetch, onResolve).
+func (c *coordinator) setLeaderEpoch(p *partition, epoch int32) {
+	old := p.leaderEpoch
+	p.leaderEpoch = epoch
+	if epoch > old && old >= 0 && p.state == Fetching && p.fetchedEpoch >= 0 {
+		c.log.Info("leader changed; validating the position with the new leader", zap.Stringer("partition", p.tp),
+			zap.Int64("offset", p.pos.Offset()), zap.Int32("leader_epoch", epoch), zap.Int32("fetched_epoch", p.fetchedEpoch))
+		c.validate(p)
 	}
 }
 
@@ -296,7 +348,7 @@ func (c *coordinator) planFetch(b *fetcher) bool {
 		}
 		p.op, p.fetcher = opFetch, b
 		slots = append(slots, slot)
-		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos})
+		fb.Add(offsets.FetchEntry{Partition: p.tp, Position: p.pos, LeaderEpoch: p.leaderEpoch})
 		if p.idle {
 			idle += share
 		} else {

@@ -57,11 +57,15 @@ func (c *coordinator) onAssign(e *assignEvent) {
 		} else {
 			c.slots = append(c.slots, nil)
 		}
-		p := &partition{tp: a.tp, slot: slot, epoch: c.nextEpoch(), from: -1, committed: -1, leader: -1}
+		p := &partition{tp: a.tp, slot: slot, epoch: c.nextEpoch(), from: -1, committed: -1, leader: -1,
+			leaderEpoch: -1, fetchedEpoch: -1, validateEpoch: -1}
 		_, p.waitZombie = c.zombies[a.tp]
 		p.paused = c.paused[a.tp]
 		if l, ok := c.leaders[a.tp]; ok && l >= 0 {
 			p.leader = l
+			if le, ok := c.leaderEpochs[a.tp]; ok {
+				p.leaderEpoch = le
+			}
 		} else {
 			c.needLeaders = true
 		}
@@ -77,6 +81,15 @@ func (c *coordinator) onAssign(e *assignEvent) {
 			p.from = off
 			p.wm = offsets.NewWatermark(c.gen, p.epoch, off)
 			c.await(p, a.start)
+			if le, ok := a.start.LeaderEpoch(); ok {
+				// committed with the epoch of the record before it:
+				// the validation asks the leader whether its log still
+				// holds that epoch up to the offset (KIP-320)
+				p.fetchedEpoch = le
+				if p.state == AwaitValidation {
+					p.validateEpoch = le
+				}
+			}
 			continue
 		}
 		c.await(p, a.start)

@@ -40,7 +40,17 @@ var modelSteps atomic.Int64
 //	      an old generation;
 //	(iv)  at most one fetch or lookup per partition is in flight;
 //	(v)   offsets handed to processing for a partition continue without
-//	      gaps, except where a reset event explains the jump.
+//	      gaps, except where a reset event explains the jump;
+//	(vi)  a fetch or lookup result sent with a leader epoch other than
+//	      the partition's current one changes no state (part of ii);
+//	(vii) a batch handed to processing never continues past a record
+//	      the log no longer holds: when an unclean election truncated
+//	      the log below what was handed out (or below a committed offset
+//	      that carries its leader epoch) and new records took those
+//	      offsets, a reset (log_truncation) must be reported before
+//	      anything from the new log is handed out;
+//	(viii) a commit's leader epoch, when it has one, is the epoch of the
+//	      record just below the committed offset as it was handed out.
 //
 // Records have sizes (from one byte to twice the budget), and fetch
 // answers follow Kafka's limits: a partition returns at most
@@ -53,6 +63,12 @@ var modelSteps atomic.Int64
 // fetching partition with records beyond its position eventually
 // delivers them, whatever the sizes, budget and limits (a partition that
 // never delivers is a stall; a stop must name its reason).
+//
+// The world's leader epochs follow Kafka: every leader change bumps the
+// partition's epoch and starts a new epoch at the log end; a fetch or
+// lookup with an older epoch is refused (FENCED_LEADER_EPOCH), and
+// OffsetForLeaderEpoch answers from the epoch history as Kafka's leader
+// epoch cache does.
 //
 // Rebalances are eager (revoke everything, assign anew) or cooperative
 // (a new generation keeps the partitions that stay and adds others; a
@@ -86,7 +102,67 @@ func checkStateMachine(t *testing.T, steps *atomic.Int64, least int64, run func(
 
 var modelTPs = []offsetstore.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}}
 
-type logBounds struct{ start, hw int64 }
+type logBounds struct {
+	start, hw int64
+	epoch     int32        // the leader epoch now
+	history   []epochStart // epochs and where each starts, ascending
+}
+
+// epochStart is one entry of a log's leader epoch history.
+type epochStart struct {
+	epoch int32
+	start int64
+}
+
+// newEpoch makes a new leader (an election): the epoch goes up and starts
+// at the log end, replacing history entries that start there or later.
+func (lb *logBounds) newEpoch() {
+	lb.epoch++
+	h := lb.history
+	for len(h) > 0 && h[len(h)-1].start >= lb.hw {
+		h = h[:len(h)-1]
+	}
+	lb.history = append(h, epochStart{epoch: lb.epoch, start: lb.hw})
+}
+
+// epochAt is the leader epoch of the record at offset o, -1 if none.
+func (lb *logBounds) epochAt(o int64) int32 {
+	e := int32(-1)
+	for _, h := range lb.history {
+		if h.start <= o {
+			e = h.epoch
+		}
+	}
+	return e
+}
+
+// endOffsetFor answers OffsetForLeaderEpoch as Kafka's leader epoch cache
+// does: the epoch's end is where the next higher epoch starts, the log
+// end for the latest; an epoch older than every entry ends where the
+// first starts; one newer than every entry is undefined (-1, -1).
+func (lb *logBounds) endOffsetFor(e int32) (int32, int64) {
+	h := lb.history
+	if len(h) == 0 {
+		return -1, -1
+	}
+	if h[len(h)-1].epoch == e {
+		return e, lb.hw
+	}
+	hi := -1
+	for i := range h {
+		if h[i].epoch > e {
+			hi = i
+			break
+		}
+	}
+	switch hi {
+	case -1:
+		return -1, -1
+	case 0:
+		return e, h[0].start
+	}
+	return h[hi-1].epoch, h[hi].start
+}
 
 // batchOut is a batch processing holds, not yet completed.
 type batchOut struct {
@@ -111,6 +187,12 @@ type model struct {
 
 	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
 	out    []batchOut
+
+	// handed is, per partition, the leader epoch of every record handed
+	// to processing in this generation (and, with validation, of the
+	// record before a committed offset that carries its epoch), until a
+	// reset of the partition is reported: invariant (vii)
+	handed map[offsetstore.TopicPartition]map[int64]int32
 
 	// per partition, reset each generation
 	expectNext map[offsetstore.TopicPartition]int64 // next batch start, -1 unknown
@@ -152,12 +234,21 @@ func newModel(t *rapid.T) *model {
 		owned:    map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	for i, tp := range modelTPs {
-		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw"))}
+		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw")), history: []epochStart{{0, 0}}}
 		m.leaders[tp] = int32(1 + i%2)
 	}
-	m.h.leaders(copyLeaders(m.leaders))
+	m.sendLeaders()
 	m.resetGenerationModel()
 	return m
+}
+
+// sendLeaders delivers the world's leaders and leader epochs.
+func (m *model) sendLeaders() {
+	epochs := map[offsetstore.TopicPartition]int32{}
+	for tp, lb := range m.logs {
+		epochs[tp] = lb.epoch
+	}
+	m.h.send(&fetch.Leaders{Leaders: copyLeaders(m.leaders), Epochs: epochs})
 }
 
 func copyLeaders(l map[offsetstore.TopicPartition]int32) map[offsetstore.TopicPartition]int32 {
@@ -174,6 +265,7 @@ func (m *model) resetGenerationModel() {
 	m.base = map[offsetstore.TopicPartition]int64{}
 	m.lastC = map[offsetstore.TopicPartition]int64{}
 	m.committed = map[offsetstore.TopicPartition]int64{}
+	m.handed = map[offsetstore.TopicPartition]map[int64]int32{}
 	for _, tp := range modelTPs {
 		m.resetPartitionModel(tp)
 	}
@@ -182,6 +274,7 @@ func (m *model) resetGenerationModel() {
 // resetPartitionModel forgets what the model knows of tp's processing: it
 // is assigned anew.
 func (m *model) resetPartitionModel(tp offsetstore.TopicPartition) {
+	m.handed[tp] = map[int64]int32{}
 	m.expectNext[tp] = -1
 	m.covered[tp] = map[int64]bool{}
 	m.base[tp] = -1
@@ -269,6 +362,15 @@ func (m *model) Assign(t *rapid.T) {
 		if rapid.Bool().Draw(t, "has commit") {
 			off := int64(rapid.IntRange(0, int(m.logs[tp].hw)+10).Draw(t, "committed"))
 			a.start = offsetstore.Committed(off)
+			if e := m.logs[tp].epochAt(off - 1); off > 0 && e >= 0 && rapid.Bool().Draw(t, "commit has epoch") {
+				// committed with the epoch of its record: the log's, or
+				// an older one (committed before an election rewrote it)
+				e = int32(rapid.IntRange(0, int(e)).Draw(t, "committed epoch"))
+				a.start = offsetstore.CommittedAt(off, e)
+				if m.h.c.cfg.validate {
+					m.handed[tp][off-1] = e
+				}
+			}
 			m.expectNext[tp] = off
 			m.committed[tp] = off
 		}
@@ -397,11 +499,20 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		lb := m.logs[e.Partition]
 		pos := e.Position.Offset()
 		cur := m.current(e.Partition, e.Position.Epoch())
+		if p := m.h.c.byTP(e.Partition); cur && e.LeaderEpoch != p.leaderEpoch {
+			cur = false // (vi)
+		}
 		if !cur {
 			staleTPs = append(staleTPs, e.Partition)
 		}
 		var pr fetch.PartitionResult
 		switch {
+		case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch && (cur || rapid.IntRange(0, 3).Draw(t, "fenced") > 0):
+			// (else, when the partition has moved past that leader
+			// epoch, the old leader answered before it stepped down:
+			// records, of the log as it is now for simplicity, which
+			// the partition must drop whatever they are)
+			pr = fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("FENCED_LEADER_EPOCH"), Next: pos, LogStart: -1, HighWatermark: -1}
 		case m.leaders[e.Partition] != f.Broker() && rapid.IntRange(0, 3).Draw(t, "notleader") > 0:
 			pr = fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("NOT_LEADER_OR_FOLLOWER"), Next: pos, LogStart: -1, HighWatermark: -1}
 		case rapid.IntRange(0, 9).Draw(t, "retriable") == 0:
@@ -418,7 +529,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 				pr.Outcome, pr.Err = fetch.Corrupt, fmt.Errorf("%w: CRC mismatch in the batch at offset %d", fetch.ErrCorrupt, bad)
 			}
 		case pos < lb.hw && rapid.IntRange(0, 7).Draw(t, "marker") == 0:
-			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw}
+			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw, LastLeaderEpoch: lb.epochAt(pos)}
 			if cur {
 				skips[e.Partition] = skip{pos, pos + 1}
 			}
@@ -453,21 +564,34 @@ func (m *model) AnswerResolve(t *rapid.T) {
 	res := &resolve.Result{Request: r, Partitions: make([]resolve.PartitionResult, r.Len())}
 	for j := range res.Partitions {
 		e := r.At(j)
-		if !m.current(e.Partition, e.Epoch) {
+		cur := m.current(e.Partition, e.Epoch)
+		if p := m.h.c.byTP(e.Partition); cur && (e.LeaderEpoch != p.leaderEpoch || e.ValidateEpoch != p.resolveValidateEpoch()) {
+			cur = false // (vi)
+		}
+		if !cur {
 			staleTPs = append(staleTPs, e.Partition)
 		}
 		lb := m.logs[e.Partition]
 		switch rapid.IntRange(0, 9).Draw(t, "lookup outcome") {
+		case 2, 3:
+			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch {
+				res.Partitions[j] = resolve.PartitionResult{Err: errors.New("FENCED_LEADER_EPOCH"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+				break
+			}
+			fallthrough
+		default:
+			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EpochEnd: -1, EpochEndOffset: -1}
+			if lb.hw > lb.start && rapid.Bool().Draw(t, "time found") {
+				pr.TimeOffset = int64(rapid.IntRange(int(lb.start), int(lb.hw)-1).Draw(t, "time offset"))
+			}
+			if e.ValidateEpoch >= 0 {
+				pr.EpochEnd, pr.EpochEndOffset = lb.endOffsetFor(e.ValidateEpoch)
+			}
+			res.Partitions[j] = pr
 		case 0:
 			res.Partitions[j] = resolve.PartitionResult{Err: errors.New("request timed out"), LogStart: -1, HighWatermark: -1, TimeOffset: -1}
 		case 1:
 			res.Partitions[j] = resolve.PartitionResult{Err: errors.New("NOT_LEADER_OR_FOLLOWER"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
-		default:
-			to := int64(-1)
-			if lb.hw > lb.start && rapid.Bool().Draw(t, "time found") {
-				to = int64(rapid.IntRange(int(lb.start), int(lb.hw)-1).Draw(t, "time offset"))
-			}
-			res.Partitions[j] = resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: to}
 		}
 	}
 	m.h.send(res)
@@ -563,13 +687,61 @@ func (m *model) Flush(t *rapid.T) {
 }
 
 func (m *model) Leaders(t *rapid.T) {
-	m.h.leaders(copyLeaders(m.leaders))
+	if rapid.IntRange(0, 4).Draw(t, "offline") > 0 {
+		m.sendLeaders()
+		m.afterStep(t)
+		return
+	}
+	// one partition has no leader for a moment (its leader died, the
+	// next is not elected yet): no leader, no epoch
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "offline tp")
+	leaders := copyLeaders(m.leaders)
+	epochs := map[offsetstore.TopicPartition]int32{}
+	for tp, lb := range m.logs {
+		epochs[tp] = lb.epoch
+	}
+	leaders[tp], epochs[tp] = -1, -1
+	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
+	m.afterStep(t)
+}
+
+// StaleLeaders delivers metadata from a broker behind the others: one
+// partition's leader and epoch as they were before its last election.
+func (m *model) StaleLeaders(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "stale tp")
+	leaders := copyLeaders(m.leaders)
+	epochs := map[offsetstore.TopicPartition]int32{}
+	for tp, lb := range m.logs {
+		epochs[tp] = lb.epoch
+	}
+	if epochs[tp] == 0 {
+		t.Skip("no older epoch")
+	}
+	epochs[tp]--
+	leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "stale leader"))
+	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
 	m.afterStep(t)
 }
 
 func (m *model) MoveLeader(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
+	m.logs[tp].newEpoch()
+	m.afterStep(t)
+}
+
+// UncleanElection makes a replica that lacks the end of the log leader:
+// the log is cut back (the records after the cut are gone), and the new
+// leader's epoch starts at the cut. Records produced later take the lost
+// offsets.
+func (m *model) UncleanElection(t *rapid.T) {
+	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
+	lb := m.logs[tp]
+	lb.hw = int64(rapid.IntRange(int(lb.start), int(lb.hw)).Draw(t, "cut at"))
+	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
+	lb.newEpoch()
+	// the new leader takes writes at once: the lost offsets are reused
+	lb.hw += int64(rapid.IntRange(0, 8).Draw(t, "produced after"))
 	m.afterStep(t)
 }
 
@@ -588,7 +760,12 @@ func (m *model) Retention(t *rapid.T) {
 
 func (m *model) Recreate(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
-	m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 5).Draw(t, "new hw"))}
+	// epochs keep growing: a new topic's would restart at 0, which
+	// Kafka tells apart by topic id (not modelled)
+	old := m.logs[tp]
+	m.logs[tp] = &logBounds{start: 0, hw: 0, epoch: old.epoch}
+	m.logs[tp].newEpoch()
+	m.logs[tp].hw = int64(rapid.IntRange(0, 5).Draw(t, "new hw"))
 	m.afterStep(t)
 }
 
@@ -605,14 +782,14 @@ func (m *model) Garbage(t *rapid.T) {
 	before := m.snap()
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	pos, _ := offsets.NewPosition(int64(rapid.IntRange(0, 50).Draw(t, "offset")), offsetstore.Epoch(rapid.IntRange(0, 1000).Draw(t, "epoch")), m.gen)
-	fb := offsets.NewFetchRequest(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsets.FetchEntry{{Partition: tp, Position: pos}})
+	fb := offsets.NewFetchRequest(int32(rapid.IntRange(1, 4).Draw(t, "broker")), 0, m.gen, 10, []offsets.FetchEntry{{Partition: tp, Position: pos, LeaderEpoch: -1}})
 	switch rapid.IntRange(0, 3).Draw(t, "garbage") {
 	case 0:
 		m.h.send(&fetch.Result{Request: fb, Partitions: []fetch.PartitionResult{records(fb.At(0), pos.Offset()+3, 0, 100)}})
 	case 1:
 		m.h.send(&fetch.Result{Request: fb}) // misaligned
 	case 2:
-		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch()}})
+		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch(), Leader: -1, LeaderEpoch: -1, ValidateEpoch: -1}})
 		m.h.send(&resolve.Result{Request: rb, Partitions: []resolve.PartitionResult{{LogStart: 0, HighWatermark: 5}, {}}})
 	default:
 		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsets.Span{Start: 0, End: 1}, nil, 0)
@@ -655,6 +832,7 @@ func (m *model) afterStep(t *rapid.T) {
 				m.base[r.Partition] = r.To
 			}
 			m.expectNext[r.Partition] = r.To
+			m.handed[r.Partition] = map[int64]int32{} // (vii): a reported reset explains what follows
 		}
 	}
 	m.noticesAt = len(m.h.notices)
@@ -686,6 +864,15 @@ func (m *model) afterStep(t *rapid.T) {
 			}
 			m.expectNext[tp] = sp.End
 			m.out = append(m.out, batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]})
+			lb := m.logs[tp]
+			if e, ok := m.handed[tp][sp.Start-1]; ok && lb.epochAt(sp.Start-1) != e {
+				t.Fatalf("(vii) %s: batch %v handed out after offset %d, read in leader epoch %d, which the log now holds in epoch %d "+
+					"(an unclean election truncated it), and no reset was reported; resets: %+v",
+					tp, sp, sp.Start-1, e, lb.epochAt(sp.Start-1), m.h.resets(tp))
+			}
+			for o := sp.Start; o < sp.End; o++ {
+				m.handed[tp][o] = lb.epochAt(o)
+			}
 		}
 	}
 	m.h.messages = nil
@@ -730,6 +917,9 @@ func (m *model) checkCommit(t *rapid.T, req commit.Job) {
 		}
 		if e.Offset > m.committed[e.Partition] {
 			m.committed[e.Partition] = e.Offset
+		}
+		if h, ok := m.handed[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
+			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
 		}
 	}
 }
@@ -816,6 +1006,12 @@ func (l *responseLimit) take(m *model, e offsets.FetchEntry, to int64, partition
 // sizedRecords is records with the model's record sizes.
 func (m *model) sizedRecords(e offsets.FetchEntry, to, logStart, hw int64) fetch.PartitionResult {
 	pr := records(e, to, logStart, hw)
+	// the leader epoch of the last record delivered, as Kafka's batches
+	// carry it
+	pr.LastLeaderEpoch = -1
+	if pr.Next > e.Position.Offset() {
+		pr.LastLeaderEpoch = m.logs[e.Partition].epochAt(pr.Next - 1)
+	}
 	if pr.Batch == nil {
 		return pr
 	}

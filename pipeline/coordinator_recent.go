@@ -35,6 +35,39 @@ func (r *recentMarks) note(bt *fetch.Batch, end int64) {
 	r.next++
 }
 
+// leaderEpochMarks remembers the leader epoch of the record just below
+// the end of the last few spans marked processed, so a commit can carry
+// the leader epoch of the last record it covers (OffsetCommit v7+). Only
+// an exact match counts: a commit at an offset no remembered span ends
+// at carries no epoch (-1), since an older epoch would make the next
+// owner's check (OffsetForLeaderEpoch) report a divergence that is not
+// there.
+type leaderEpochMarks struct {
+	ends   [4]int64
+	epochs [4]int32
+	next   uint8
+}
+
+// note remembers that the record at end-1 has leader epoch epoch (>= 0).
+func (m *leaderEpochMarks) note(end int64, epoch int32) {
+	if epoch < 0 {
+		return
+	}
+	i := m.next % uint8(len(m.ends))
+	m.ends[i], m.epochs[i] = end, epoch+1 // 0: empty
+	m.next++
+}
+
+// at returns the leader epoch of the record at off-1, -1 if unknown.
+func (m *leaderEpochMarks) at(off int64) int32 {
+	for i, end := range m.ends {
+		if m.epochs[i] != 0 && end == off {
+			return m.epochs[i] - 1
+		}
+	}
+	return -1
+}
+
 // newestBelow returns the record time of the remembered span with the
 // highest end at or below off, zero if none.
 func (r *recentMarks) newestBelow(off int64) time.Time {

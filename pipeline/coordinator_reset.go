@@ -38,7 +38,8 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 			c.bury(p)
 			continue
 		}
-		if !current || e.Epoch != p.epoch || e.Request != p.req ||
+		if !current || e.Epoch != p.epoch || e.Request != p.req || e.LeaderEpoch != p.leaderEpoch ||
+			e.ValidateEpoch != p.resolveValidateEpoch() ||
 			(p.state != AwaitReset && p.state != AwaitValidation) {
 			c.stale("lookup result", e.Partition)
 			c.needResolve = true
@@ -110,12 +111,27 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	default: // an offset to validate
 		off, _ := p.req.Offset()
 		switch {
+		case p.resolveValidateEpoch() >= 0 && pr.EpochEndOffset >= 0 && pr.EpochEndOffset < off:
+			// The leader's log holds the epoch of the record before off
+			// only up to EpochEndOffset: it diverged below off (an
+			// unclean election truncated it). Resume at the divergence
+			// point: what the new leader wrote from there on is new.
+			to, reason, dataLoss = max(pr.EpochEndOffset, ls), offsetstore.ReasonLogTruncation, true
+			c.log.Warn("log truncation detected: the partition's log diverged below the position", zap.Stringer("partition", p.tp),
+				zap.Int64("offset", off), zap.Int32("fetched_leader_epoch", p.validateEpoch),
+				zap.Int32("leader_epoch", pr.EpochEnd), zap.Int64("epoch_end_offset", pr.EpochEndOffset),
+				zap.Int32("current_leader_epoch", p.leaderEpoch))
 		case p.seek:
 			// a sought offset outside the log is clamped to it (the
 			// event's log bounds say so)
 			to, reason = min(max(off, ls), hw), offsetstore.ReasonSeek
 		case off < ls:
 			to, reason = ls, offsetstore.ReasonBelowLogStart
+		case p.resolveValidateEpoch() >= 0 && pr.EpochEndOffset >= off:
+			// the leader's log holds the epoch of the record before off
+			// up to off or past it: the position is valid, even if a new
+			// leader's high watermark has not caught up yet
+			to = off
 		case off > hw:
 			reason, dataLoss = offsetstore.ReasonAboveHighWatermark, true
 			if !byPolicy() {
@@ -128,8 +144,15 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	}
 	if reason == 0 {
 		// validated: resume where we were, same epoch
+		p.validateEpoch = -1
 		c.startFetching(p, to)
 		return
+	}
+	// where the partition resumes, the leader epoch of the record before
+	// it is only known at a divergence point
+	p.fetchedEpoch, p.validateEpoch = -1, -1
+	if reason == offsetstore.ReasonLogTruncation && to == pr.EpochEndOffset {
+		p.fetchedEpoch = pr.EpochEnd
 	}
 	from := p.from
 	ev := offsetstore.ResetEvent{
@@ -241,7 +264,8 @@ func (c *coordinator) planResolve() {
 		}
 		p.op = opResolve
 		slots = append(slots, p.slot)
-		entries = append(entries, offsets.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch})
+		entries = append(entries, offsets.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch,
+			Leader: p.leader, LeaderEpoch: p.leaderEpoch, ValidateEpoch: p.resolveValidateEpoch()})
 	}
 	c.scratchR, c.scratchSlots = entries[:0], slots[:0]
 	if len(entries) == 0 {

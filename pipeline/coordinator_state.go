@@ -80,6 +80,22 @@ type partition struct {
 	op      op
 	fetcher *fetcher // fetcher of the fetch in flight
 	leader  int32    // -1 unknown
+	// leaderEpoch is the leader's epoch as the metadata said (KIP-320),
+	// sent with every fetch and lookup of the partition; -1 unknown. A
+	// result of a request sent with another leader epoch is stale.
+	leaderEpoch int32
+	// fetchedEpoch is the leader epoch of the record just before the
+	// position (the last one fetched, or the committed offset's); -1
+	// unknown (after a seek or a reset). It is what a leader change or
+	// an out-of-range answer is checked with (validateEpoch).
+	fetchedEpoch int32
+	// validateEpoch is the leader epoch the pending validation asks the
+	// leader about (OffsetForLeaderEpoch), -1 for none.
+	validateEpoch int32
+	// markEpochs: the leader epochs of the last spans marked processed,
+	// for the commit's leader epoch.
+	markEpochs leaderEpochMarks
+
 	leaderF *fetcher // the fetcher this partition goes to, cached
 	paused  bool     // mirrors coordinator.paused for this partition
 	// revoking: the revoke in progress takes this partition away; it
@@ -123,6 +139,9 @@ type handout struct {
 	span  offsets.Span
 	epoch offsetstore.Epoch
 	bytes int64
+	// leaderEpoch is the leader epoch of the record at span.End-1, -1
+	// unknown.
+	leaderEpoch int32
 }
 
 // complete removes bt from the batches handed out and returns its record;
@@ -161,6 +180,16 @@ func (p *partition) currentOffset() int64 {
 		return off
 	}
 	return -1
+}
+
+// resolveValidateEpoch is the leader epoch a lookup of p asks the leader
+// about (ResolveEntry.ValidateEpoch): p.validateEpoch while p validates
+// an offset that is not a seek's, else -1.
+func (p *partition) resolveValidateEpoch() int32 {
+	if p.state != AwaitValidation || p.seek {
+		return -1
+	}
+	return p.validateEpoch
 }
 
 // needsResolve reports whether the partition waits for a lookup that can
@@ -209,9 +238,11 @@ type PartitionStatus struct {
 	Committable int64
 	// Committed is the last offset committed in this generation (or
 	// found committed at assignment), -1 if none.
-	Committed     int64
-	Paused        bool
-	Leader        int32 // -1 unknown
+	Committed int64
+	Paused    bool
+	Leader    int32 // -1 unknown
+	// LeaderEpoch is the leader's epoch as the metadata said, -1 unknown.
+	LeaderEpoch   int32
 	BufferedBytes int64 // fetched-but-unfinished bytes of this partition
 	Err           error // why a Stopped partition stopped
 }
@@ -223,7 +254,7 @@ func (c *coordinator) snapshot() []PartitionStatus {
 			continue
 		}
 		st := PartitionStatus{Partition: p.tp, State: p.state, Position: -1, Committable: -1, Committed: p.committed,
-			Paused: p.paused, Leader: p.leader, BufferedBytes: p.outBytes, Err: p.stopErr}
+			Paused: p.paused, Leader: p.leader, LeaderEpoch: p.leaderEpoch, BufferedBytes: p.outBytes, Err: p.stopErr}
 		if p.state == Fetching {
 			st.Position = p.pos.Offset()
 		}

@@ -101,7 +101,9 @@ func (m *member) assigned(ctx context.Context, gm *group.Member, e group.Assigne
 	for _, p := range e.Partitions {
 		start := offsetstore.ByPolicy()
 		if p.Committed >= 0 {
-			start = offsetstore.Committed(p.Committed)
+			// with the committed leader epoch, the position is checked
+			// against the leader's log before fetching (KIP-320)
+			start = offsetstore.CommittedAt(p.Committed, p.LeaderEpoch)
 		}
 		parts = append(parts, assignedPartition{tp: p.TopicPartition, start: start})
 		m.owned[p.TopicPartition] = true
@@ -219,7 +221,9 @@ func (s *memberStore) Commit(ctx context.Context, b offsets.CommitRequest) error
 	offs := make([]group.Offset, 0, b.Len())
 	for i := 0; i < b.Len(); i++ {
 		e := b.At(i)
-		offs = append(offs, group.Offset{TopicPartition: e.Partition, Offset: e.Offset, LeaderEpoch: -1})
+		// the leader epoch of the record below the offset (-1 unknown):
+		// a restart from this commit validates it (KIP-320)
+		offs = append(offs, group.Offset{TopicPartition: e.Partition, Offset: e.Offset, LeaderEpoch: e.LeaderEpoch})
 	}
 	err := s.m.Commit(ctx, offs)
 	if err != nil && !errors.Is(err, offsets.ErrGenerationEnded) && ctx.Err() != nil {

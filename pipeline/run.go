@@ -191,7 +191,17 @@ func (r *runner) run(ctx context.Context) error {
 		return err
 	}
 	defer fetcher.Close() // after wg.Wait (deferred below): every stream is closed
-	resolver := resolve.NewResolver(client, cfg.Kafka.DialTimeout)
+	fetchDialer := r.conn.fetchDialer()
+	resolver := resolve.NewResolver(client, resolve.Config{
+		Timeout: cfg.Kafka.DialTimeout, ReadCommitted: cfg.Consumer.ReadCommitted,
+		Dial: func(ctx context.Context, broker int32) (*kafkawire.Conn, error) {
+			addr, ok := brokers.Addr(broker)
+			if !ok {
+				return nil, fmt.Errorf("broker %d is not in the cluster's metadata", broker)
+			}
+			return fetchDialer.Dial(ctx, addr)
+		},
+	})
 	committer := commit.NewCommitter(100*time.Millisecond, cfg.Kafka.DialTimeout)
 	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics, brokers)
 

@@ -99,6 +99,22 @@ func (k *Kafka) Leader(t testing.TB, topic string, partition int32) int32 {
 	return p.Leader
 }
 
+// LeaderEpoch returns a partition's leader epoch, from Metadata.
+func (k *Kafka) LeaderEpoch(t testing.TB, topic string, partition int32) int32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	md, err := k.Admin.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
+	p, ok := md.Topics[topic].Partitions[partition]
+	if !ok || p.Err != nil {
+		t.Fatalf("metadata of %s/%d: missing or %v", topic, partition, p.Err)
+	}
+	return p.LeaderEpoch
+}
+
 // MoveLeader makes broker to the leader of a partition and waits until
 // Metadata says so. On Apache Kafka it reorders the partition's replicas
 // (AlterPartitionAssignments) and elects the preferred one (ElectLeaders):

@@ -437,6 +437,11 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 }
 
 func (c *Cluster) waitNode(ctx context.Context, n *node) error {
+	return c.waitNodeListing(ctx, n, func(brokers []kmsg.MetadataResponseBroker) bool { return len(brokers) == len(c.nodes) })
+}
+
+// waitNodeListing waits until n serves Metadata whose brokers satisfy ok.
+func (c *Cluster) waitNodeListing(ctx context.Context, n *node, ok func([]kmsg.MetadataResponseBroker) bool) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.proxy.addr()), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
 	if err != nil {
 		return err
@@ -450,7 +455,7 @@ func (c *Cluster) waitNode(ctx context.Context, n *node) error {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(rctx, cl)
 		rcancel()
-		if err == nil && len(resp.Brokers) == len(c.nodes) {
+		if err == nil && ok(resp.Brokers) {
 			return nil
 		}
 		if err == nil {
@@ -594,7 +599,16 @@ func (c *Cluster) Kill(id int32) error {
 
 // Restart starts a node that Kill stopped, on its data, and waits until
 // it serves Metadata listing all nodes.
-func (c *Cluster) Restart(ctx context.Context, id int32) error {
+func (c *Cluster) Restart(ctx context.Context, id int32) error { return c.restart(ctx, id, true) }
+
+// RestartAmongDead is Restart for a node that comes back while other
+// nodes are still down: it waits until the node serves Metadata listing
+// itself, not every node.
+func (c *Cluster) RestartAmongDead(ctx context.Context, id int32) error {
+	return c.restart(ctx, id, false)
+}
+
+func (c *Cluster) restart(ctx context.Context, id int32, all bool) error {
 	n, err := c.node(id)
 	if err != nil {
 		return err
@@ -610,6 +624,16 @@ func (c *Cluster) Restart(ctx context.Context, id int32) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if !all {
+		return c.waitNodeListing(ctx, n, func(brokers []kmsg.MetadataResponseBroker) bool {
+			for _, b := range brokers {
+				if b.NodeID == n.id {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	return c.waitNode(ctx, n)
 }
 

@@ -14,19 +14,27 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
 )
 
-// Bounds are the log start and high watermark of a set of topics.
+// Bounds are the log start and end (high watermark, or last stable offset
+// for a read_committed consumer) of a set of topics.
 type Bounds struct{ Starts, Ends kadm.ListedOffsets }
 
 // ReadBounds lists the log bounds of topics; a topic that does not
-// exist is a failure (clibase.Failed) naming it.
-func ReadBounds(ctx context.Context, adm *kadm.Client, topics []string) (Bounds, error) {
+// exist is a failure (clibase.Failed) naming it. With readCommitted the
+// end is the last stable offset (ListOffsets with isolation level
+// READ_COMMITTED): what a read_committed consumer can read, so its lag is
+// measured against it.
+func ReadBounds(ctx context.Context, adm *kadm.Client, topics []string, readCommitted bool) (Bounds, error) {
 	var b Bounds
 	var err error
 	if b.Starts, err = adm.ListStartOffsets(ctx, topics...); err == nil {
 		err = b.Starts.Error()
 	}
 	if err == nil {
-		if b.Ends, err = adm.ListEndOffsets(ctx, topics...); err == nil {
+		list := adm.ListEndOffsets
+		if readCommitted {
+			list = adm.ListCommittedOffsets
+		}
+		if b.Ends, err = list(ctx, topics...); err == nil {
 			err = b.Ends.Error()
 		}
 	}

@@ -125,7 +125,7 @@ type partitionRange struct{ start, end int64 }
 // ranges resolves the start of every partition read and its end now.
 func (o *consumeOptions) ranges(ctx context.Context, adm *kadm.Client) (map[int32]partitionRange, error) {
 	from := o.start
-	b, err := kafkaclient.ReadBounds(ctx, adm, []string{o.topic})
+	b, err := kafkaclient.ReadBounds(ctx, adm, []string{o.topic}, false)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (c *cli) describe(ctx context.Context, o describeOptions) error {
 			return errors.New("offsets describe: name the group with --group (or -c FILE with consumer.group)")
 		}
 		var err error
-		if d, err = describeGroup(ctx, adm, o.group, o.topics); err != nil {
+		if d, err = describeGroup(ctx, adm, o.group, o.topics, cfg != nil && cfg.Pipeline.Consumer.ReadCommitted); err != nil {
 			return o.cluster.unreachable(err)
 		}
 		return nil
@@ -186,8 +186,9 @@ func (g groupState) committed(topic string, p int32) (int64, bool) {
 }
 
 // describeGroup builds the description of group over topics (none: the
-// topics it committed or is assigned).
-func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics []string) (GroupDescription, error) {
+// topics it committed or is assigned); with readCommitted, lag is
+// measured against the last stable offset.
+func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics []string, readCommitted bool) (GroupDescription, error) {
 	g, err := readGroup(ctx, adm, group)
 	if err != nil {
 		return GroupDescription{}, err
@@ -207,7 +208,7 @@ func describeGroup(ctx context.Context, adm *kadm.Client, group string, topics [
 	if len(topics) == 0 {
 		return d, nil
 	}
-	b, err := kafkaclient.ReadBounds(ctx, adm, topics)
+	b, err := kafkaclient.ReadBounds(ctx, adm, topics, readCommitted)
 	if err != nil {
 		return GroupDescription{}, err
 	}

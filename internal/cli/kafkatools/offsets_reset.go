@@ -208,7 +208,7 @@ func memberList(ms []kadm.DescribedGroupMember) string {
 // plan computes the new offset of every partition named.
 func (o *resetOptions) plan(ctx context.Context, adm *kadm.Client, g groupState) (resetPlan, error) {
 	topics := o.order
-	b, err := kafkaclient.ReadBounds(ctx, adm, topics)
+	b, err := kafkaclient.ReadBounds(ctx, adm, topics, false)
 	if err != nil {
 		return resetPlan{}, o.cluster.unreachable(err)
 	}

@@ -14,8 +14,9 @@ import (
 
 // partitionLag is one assigned partition's lag in records.
 type partitionLag struct {
-	// processed is the high watermark minus the processed watermark:
-	// what this member has yet to process.
+	// processed is the high watermark (the last stable offset under
+	// read_committed) minus the processed watermark: what this member
+	// has yet to process.
 	processed int64
 	// committed is the high watermark minus the committed offset (the
 	// log start if none): what the group would process again, or for
@@ -32,6 +33,9 @@ type lagSampler struct {
 	adm    *kadm.Client
 	topics []string
 	maxAge time.Duration
+	// readCommitted measures lag against the last stable offset: records
+	// of open transactions are not readable yet, and aborted ones never.
+	readCommitted bool
 
 	mu sync.Mutex // held while asking: one request at a time
 	at time.Time
@@ -85,7 +89,7 @@ func (l *lagSampler) covers(s pipeline.Stats) bool {
 }
 
 func (l *lagSampler) refresh(ctx context.Context) error {
-	b, err := kafkaclient.ReadBounds(ctx, l.adm, l.topics)
+	b, err := kafkaclient.ReadBounds(ctx, l.adm, l.topics, l.readCommitted)
 	if err != nil {
 		return err
 	}

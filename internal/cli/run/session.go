@@ -136,7 +136,7 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 	if r.opts.progress > 0 {
 		maxAge = min(r.opts.progress, maxAge)
 	}
-	lag := &lagSampler{adm: adm, topics: pc.Consumer.Topics, maxAge: maxAge}
+	lag := &lagSampler{adm: adm, topics: pc.Consumer.Topics, maxAge: maxAge, readCommitted: pc.Consumer.ReadCommitted}
 	mon := &monitor{p: p, lag: lag, metrics: m, interval: r.opts.progress,
 		out: r.cli.Stderr, limit: r.opts.maxRecords, onLimit: r.stopRun}
 	if cfg.Log.Format == "json" {

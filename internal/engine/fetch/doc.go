@@ -1,8 +1,10 @@
 // Package fetch is the pipeline's fetch step: multi-partition Fetch
 // requests to each broker on connections of its own (internal/kafkawire,
-// framed with franz-go's kmsg), record batches decoded from the response
-// bytes into immutable [Batch]es, and the metadata refresher that tells
-// the coordinator which broker leads each partition.
+// framed with franz-go's kmsg), each partition with its leader epoch,
+// record batches decoded from the response bytes into immutable
+// [Batch]es, and the metadata refresher that tells the coordinator which
+// broker leads each partition, in which leader epoch. Broker errors are
+// classified by kafkawire.Classify, the table the resolve step uses too.
 //
 // The coordinator decides what to fetch (an offsets.FetchRequest) and
 // what to do with the answer; this package only talks to Kafka. Every

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
@@ -153,7 +152,7 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 		}
 	}
 	if err == nil && resp.ErrorCode != 0 {
-		err = kafka.Error(resp.ErrorCode)
+		err = kafkawire.CodeError(resp.ErrorCode)
 	}
 	if err != nil {
 		outcome := classifyRequestError(err)
@@ -165,7 +164,7 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 		}
 		for i := range res.Partitions {
 			res.Partitions[i] = PartitionResult{Outcome: outcome, Err: fmt.Errorf("fetch from broker %d: %w", b.Broker(), err),
-				LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
+				LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset(), LastLeaderEpoch: -1}
 		}
 		return res
 	}
@@ -196,14 +195,16 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 	// once, first in the next request (see the coordinator's planFetch).
 	for i, ok := range answered {
 		if !ok {
-			res.Partitions[i] = PartitionResult{Outcome: OK, LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset()}
+			res.Partitions[i] = PartitionResult{Outcome: OK, LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset(), LastLeaderEpoch: -1}
 		}
 	}
 	return res
 }
 
 // request builds the wire request: a full fetch (no fetch session) of
-// every entry.
+// every entry, each with the leader epoch the metadata gave its leader
+// (KIP-320: a broker with another epoch answers FENCED_LEADER_EPOCH or
+// UNKNOWN_LEADER_EPOCH instead of records).
 func (f *Fetcher) request(b offsets.FetchRequest) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
@@ -226,6 +227,7 @@ func (f *Fetcher) request(b offsets.FetchRequest) *kmsg.FetchRequest {
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition = e.Partition.Partition
 		p.FetchOffset = e.Position.Offset()
+		p.CurrentLeaderEpoch = e.LeaderEpoch
 		p.PartitionMaxBytes = f.cfg.PartitionMaxBytes
 		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, p)
 	}
@@ -254,13 +256,16 @@ func find(b offsets.FetchRequest, topic string, partition int32, guess int) int 
 func (f *Fetcher) decode(b offsets.FetchRequest, i int, p *kmsg.FetchResponseTopicPartition, room *room) PartitionResult {
 	e := b.At(i)
 	at := e.Position.Offset()
-	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at}
+	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at, LastLeaderEpoch: -1}
 	if pr.Outcome != OK {
-		pr.Err = kafka.Error(p.ErrorCode)
+		pr.Err = kafkawire.CodeError(p.ErrorCode)
 		return pr
 	}
 	recs, next, payload, bytes, err := decodeRecords(e.Partition, p.RecordBatches, at, room, newAborts(p.AbortedTransactions), f.codecs)
 	pr.Next = next
+	if next > at {
+		pr.LastLeaderEpoch = lastLeaderEpoch(p.RecordBatches, next)
+	}
 	if len(recs) > 0 {
 		pr.Batch = NewBatch(e.Partition, b.Generation(), e.Position.Epoch(), offsets.Span{Start: at, End: next}, recs, bytes)
 		pr.Bytes, pr.Payload = bytes, payload

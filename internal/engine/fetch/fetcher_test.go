@@ -52,7 +52,7 @@ func TestFetchDecoding(t *testing.T) {
 	missing := offsetstore.TopicPartition{Topic: "tx", Partition: 9}
 	at := func(offset int64) offsets.FetchEntry {
 		pos, _ := offsets.NewPosition(offset, 1, 1)
-		return offsets.FetchEntry{Partition: tp, Position: pos}
+		return offsets.FetchEntry{Partition: tp, Position: pos, LeaderEpoch: -1}
 	}
 	tests := []struct {
 		name     string
@@ -96,7 +96,7 @@ func TestFetchDecoding(t *testing.T) {
 	// coordinator refreshes metadata); the others of the request are
 	// answered.
 	pos, _ := offsets.NewPosition(0, 1, 1)
-	b := offsets.NewFetchRequest(0, 0, 1, 1<<20, []offsets.FetchEntry{at(0), {Partition: missing, Position: pos}})
+	b := offsets.NewFetchRequest(0, 0, 1, 1<<20, []offsets.FetchEntry{at(0), {Partition: missing, Position: pos, LeaderEpoch: -1}})
 	res := f.Fetch(ctx, b)
 	if res.Partitions[0].Outcome != fetch.OK || res.Partitions[1].Outcome != fetch.NotLeader {
 		t.Fatalf("outcomes %v and %v, want ok and not_leader", res.Partitions[0].Outcome, res.Partitions[1].Outcome)
@@ -146,7 +146,7 @@ func TestFetchPerPartitionErrors(t *testing.T) {
 	var entries []offsets.FetchEntry
 	for p := int32(0); p < 2; p++ {
 		pos, _ := offsets.NewPosition(0, 1, 1)
-		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "two", Partition: p}, Position: pos})
+		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "two", Partition: p}, Position: pos, LeaderEpoch: -1})
 	}
 	res := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, 1<<20, entries))
 	p0, p1 := res.Partitions[0], res.Partitions[1]
@@ -171,7 +171,7 @@ func TestFetchResponseLeavesPartitionsOut(t *testing.T) {
 	var entries []offsets.FetchEntry
 	for p := int32(0); p < 2; p++ {
 		pos, _ := offsets.NewPosition(0, 1, 1)
-		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos})
+		entries = append(entries, offsets.FetchEntry{Partition: offsetstore.TopicPartition{Topic: "full", Partition: p}, Position: pos, LeaderEpoch: -1})
 	}
 	// MaxBytes 1: the broker sends the first batch it finds and stops.
 	res := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, 1, entries))
@@ -231,7 +231,7 @@ func TestFetchReadCommitted(t *testing.T) {
 		f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond, ReadCommitted: committed})
 		pos, _ := offsets.NewPosition(0, 1, 1)
 		pr := f.Fetch(ctx, offsets.NewFetchRequest(0, 0, 1, 1<<20,
-			[]offsets.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos}})).Partitions[0]
+			[]offsets.FetchEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Position: pos, LeaderEpoch: -1}})).Partitions[0]
 		var got string
 		for _, r := range pr.Batch.Records() {
 			got += string(r.Value)

@@ -6,15 +6,17 @@ import (
 	"net"
 	"strconv"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/createtopics"
 	meta "github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
-// Metadata reads the partition leaders of the consumed topics with one
+// Metadata reads the partition leaders (and their leader epochs, from
+// Metadata v7 on, which kafka-go's transport negotiates) of the consumed
+// topics with one
 // Metadata request, and from the same response fills Brokers, the
 // addresses the fetch Streams dial: the coordinator groups partitions by
 // the leaders the streams will reach.
@@ -53,24 +55,27 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 		m.brokers.Set(addrs)
 	}
 	leaders := make(map[offsetstore.TopicPartition]int32)
+	epochs := make(map[offsetstore.TopicPartition]int32)
 	var missing []string
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 {
-			missing = append(missing, fmt.Sprintf("%s (%v)", t.Name, kafka.Error(t.ErrorCode)))
+			missing = append(missing, fmt.Sprintf("%s (%v)", t.Name, kafkawire.CodeError(t.ErrorCode)))
 			continue
 		}
 		for _, p := range t.Partitions {
-			leader := p.LeaderID
-			if p.ErrorCode != 0 && p.ErrorCode != int16(kafka.ReplicaNotAvailable) {
-				leader = -1
+			leader, epoch := p.LeaderID, p.LeaderEpoch
+			if p.ErrorCode != 0 && p.ErrorCode != kerr.ReplicaNotAvailable.Code {
+				leader, epoch = -1, -1
 			}
-			leaders[offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex}] = leader
+			tp := offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex}
+			leaders[tp] = leader
+			epochs[tp] = epoch
 		}
 	}
-	l := &Leaders{Leaders: leaders}
+	l := &Leaders{Leaders: leaders, Epochs: epochs}
 	if len(leaders) == 0 && len(missing) > 0 {
 		l.Err = fmt.Errorf("metadata: no partition of %v is available; check the topic names and that the brokers are up", missing)
-		l.Leaders = nil
+		l.Leaders, l.Epochs = nil, nil
 	}
 	return l
 }

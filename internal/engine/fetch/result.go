@@ -18,11 +18,13 @@ const (
 	// HighWatermark say where the log is (-1 if the broker did not say).
 	OffsetOutOfRange
 	// NotLeader: the broker does not lead the partition (not leader,
-	// unknown topic or partition, leader epoch fenced): refresh metadata
-	// and route the partition again.
+	// unknown topic or partition), or our leader epoch is older than its
+	// own (FENCED_LEADER_EPOCH): refresh metadata and route the partition
+	// again (see kafkawire.StaleMetadata).
 	NotLeader
-	// Retriable: a transient error (network, timeout, broker busy): back
-	// off and fetch again.
+	// Retriable: a transient error (network, timeout, broker busy, a
+	// broker behind our metadata: UNKNOWN_LEADER_EPOCH): back off and
+	// fetch again.
 	Retriable
 	// Fatal: an error that retrying will not fix (authorization, TLS
 	// trust): the partition keeps retrying with a long backoff and the
@@ -65,8 +67,14 @@ type PartitionResult struct {
 	// fetched position when nothing new arrived. It is greater than the
 	// position without a Batch when the fetch only skipped offsets that
 	// hold no records (transaction markers).
-	Next  int64
-	Batch *Batch // nil when the partition returned no records
+	Next int64
+	// LastLeaderEpoch is the partition leader epoch of the record batch
+	// holding offset Next-1 (the last offset this fetch consumed), -1
+	// when the fetch consumed nothing or the batch did not say. The
+	// coordinator keeps it to validate its position after a leader
+	// change (KIP-320).
+	LastLeaderEpoch int32
+	Batch           *Batch // nil when the partition returned no records
 	// Bytes is Batch's memory (Batch.Bytes()), repeated here so
 	// the coordinator accounts the byte budget without touching the
 	// batch.
@@ -87,5 +95,9 @@ type Result struct {
 // consumed topics. A partition with no leader maps to -1.
 type Leaders struct {
 	Leaders map[offsetstore.TopicPartition]int32
-	Err     error // the refresh failed; Leaders is empty
+	// Epochs is each partition's leader epoch (KIP-320), -1 when the
+	// partition has no leader or the broker did not say (Metadata below
+	// v7).
+	Epochs map[offsetstore.TopicPartition]int32
+	Err    error // the refresh failed; Leaders is empty
 }

@@ -44,6 +44,10 @@ func (b request[E]) At(i int) E { return b.entries[i] }
 type FetchEntry struct {
 	Partition offsetstore.TopicPartition
 	Position  Position
+	// LeaderEpoch is the leader epoch the metadata gave the partition's
+	// leader, sent as CurrentLeaderEpoch (KIP-320); -1 when unknown. The
+	// zero value is epoch 0, a real epoch: set it.
+	LeaderEpoch int32
 }
 
 // FetchRequest is what one fetcher fetches in one request: partitions led by
@@ -115,6 +119,18 @@ type ResolveEntry struct {
 	Partition offsetstore.TopicPartition
 	Request   offsetstore.StartRequest
 	Epoch     offsetstore.Epoch
+	// Leader is the broker the metadata says leads the partition, -1 if
+	// unknown; LeaderEpoch is its leader epoch, sent as
+	// CurrentLeaderEpoch in ListOffsets and OffsetForLeaderEpoch, -1 if
+	// unknown. The zero values name broker 0 and epoch 0: set them.
+	Leader      int32
+	LeaderEpoch int32
+	// ValidateEpoch, when >= 0, is the leader epoch of the record just
+	// before Request's offset (the last record fetched or committed): the
+	// resolver asks the leader where that epoch ends (OffsetForLeaderEpoch)
+	// so the coordinator can tell whether the log diverged below the
+	// offset (KIP-320). -1: no such check.
+	ValidateEpoch int32
 }
 
 // ResolveRequest is one lookup of log bounds (ListOffsets) for partitions
@@ -135,6 +151,14 @@ func NewResolveRequest(gen Generation, entries []ResolveEntry) ResolveRequest {
 type CommitEntry struct {
 	Partition offsetstore.TopicPartition
 	Offset    int64
+	// LeaderEpoch is the leader epoch of the record at Offset-1 (the last
+	// one processed), -1 when unknown. OffsetCommit v7+ stores it with
+	// the offset, so the next owner can check the offset against the log
+	// (OffsetForLeaderEpoch) before fetching from it. The group member
+	// of today commits through kafka-go's ConsumerGroup at OffsetCommit
+	// v2, which has no field for it, and drops it; a member that sends
+	// v7+ commits it.
+	LeaderEpoch int32
 }
 
 // CommitRequest is one commit: offsets processed in one generation. It is

@@ -1,7 +1,10 @@
 // Package resolve is the pipeline's resolve step: it looks up the log
-// bounds (log start offset, high watermark) and time offsets of
-// partitions with batched ListOffsets requests, for the coordinator to
-// turn start requests into positions and to validate committed offsets.
+// bounds (log start offset, high watermark or, under read_committed, the
+// last stable offset) and time offsets of partitions with batched
+// ListOffsets requests, and where a leader epoch must be checked, where
+// that epoch ends on the leader (OffsetForLeaderEpoch), for the
+// coordinator to turn start requests into positions and to validate
+// offsets.
 //
 // It is internal to the engine: package pipeline wires it, and nothing
 // outside this module can import it.
@@ -11,11 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/listoffsets"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
@@ -23,21 +25,43 @@ import (
 
 const (
 	earliest = -2 // ListOffsets timestamp for the log start offset
-	latest   = -1 // ListOffsets timestamp for the high watermark
+	latest   = -1 // ListOffsets timestamp for the end: high watermark, or the last stable offset read_committed
 )
+
+// offsetForLeaderEpochVersion is the OffsetForLeaderEpoch version sent:
+// v3 carries CurrentLeaderEpoch and the replica id, is served by every
+// Kafka from 2.3 on (like the fetch path's Fetch v11) and by Kafka 4.x
+// (whose oldest is v2).
+const offsetForLeaderEpochVersion = 3
+
+// Config configures a Resolver.
+type Config struct {
+	// Timeout bounds one lookup. Default 10s.
+	Timeout time.Duration
+	// ReadCommitted asks for the last stable offset instead of the high
+	// watermark (ListOffsets with isolation level READ_COMMITTED): under
+	// read_committed, "latest" is where the records of open
+	// transactions start, not past them.
+	ReadCommitted bool
+	// Dial connects to a broker by node id, for the requests that must go
+	// to a partition's leader and that the Client's transport does not
+	// route (OffsetForLeaderEpoch). nil: epochs are never checked, and
+	// every entry's EpochEndOffset is -1.
+	Dial func(ctx context.Context, broker int32) (*kafkawire.Conn, error)
+}
 
 // Resolver answers ResolveRequests. It is safe for concurrent use.
 type Resolver struct {
-	client  *kafkawire.Client
-	timeout time.Duration
+	client *kafkawire.Client
+	cfg    Config
 }
 
-// NewResolver returns a Resolver; timeout bounds one lookup (default 10s).
-func NewResolver(client *kafkawire.Client, timeout time.Duration) *Resolver {
-	if timeout <= 0 {
-		timeout = 10 * time.Second
+// NewResolver returns a Resolver sending ListOffsets through client.
+func NewResolver(client *kafkawire.Client, cfg Config) *Resolver {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
 	}
-	return &Resolver{client: client, timeout: timeout}
+	return &Resolver{client: client, cfg: cfg}
 }
 
 type key struct {
@@ -45,16 +69,38 @@ type key struct {
 	partition int32
 }
 
-// Resolve looks up every entry of b: log start, high watermark and, for
-// AtTime requests, the offset at the time. It returns one result per
-// entry, in order; a failed lookup is that entry's Err.
+// Resolve looks up every entry of b: log start, end (high watermark or
+// last stable offset) and, for AtTime requests, the offset at the time;
+// for entries with a ValidateEpoch, where that epoch ends on the leader.
+// Every request carries the entry's LeaderEpoch as CurrentLeaderEpoch. It
+// returns one result per entry, in order; a failed lookup is that entry's
+// Err.
 func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Result {
 	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
+	for i := range res.Partitions {
+		res.Partitions[i] = PartitionResult{LogStart: -1, HighWatermark: -1, TimeOffset: -1, EpochEndOffset: -1, EpochEnd: -1}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	r.listOffsets(ctx, b, res)
+	r.epochEnds(ctx, b, res)
+	return res
+}
+
+// fail records err as entry i's failure, classified.
+func fail(pr *PartitionResult, err error) {
+	pr.Err = err
+	pr.NotLeader = kafkawire.Classify(err) == kafkawire.StaleMetadata
+}
+
+func (r *Resolver) listOffsets(ctx context.Context, b offsets.ResolveRequest, res *Result) {
 	req := &listoffsets.Request{ReplicaID: -1}
+	if r.cfg.ReadCommitted {
+		req.IsolationLevel = 1
+	}
 	topicIdx := map[string]int{}
 	for i := 0; i < b.Len(); i++ {
 		e := b.At(i)
-		res.Partitions[i] = PartitionResult{LogStart: -1, HighWatermark: -1, TimeOffset: -1}
 		ti, ok := topicIdx[e.Partition.Topic]
 		if !ok {
 			ti = len(req.Topics)
@@ -62,15 +108,14 @@ func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Resul
 			req.Topics = append(req.Topics, listoffsets.RequestTopic{Topic: e.Partition.Topic})
 		}
 		parts := &req.Topics[ti].Partitions
+		le := e.LeaderEpoch
 		*parts = append(*parts,
-			listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: -1, Timestamp: earliest},
-			listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: -1, Timestamp: latest})
+			listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: le, Timestamp: earliest},
+			listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: le, Timestamp: latest})
 		if t, ok := e.Request.Time(); ok {
-			*parts = append(*parts, listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: -1, Timestamp: t.UnixMilli()})
+			*parts = append(*parts, listoffsets.RequestPartition{Partition: e.Partition.Partition, CurrentLeaderEpoch: le, Timestamp: t.UnixMilli()})
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
 	m, err := r.client.RoundTrip(ctx, req)
 	if err == nil {
 		if _, ok := m.(*listoffsets.Response); !ok {
@@ -79,10 +124,9 @@ func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Resul
 	}
 	if err != nil {
 		for i := range res.Partitions {
-			res.Partitions[i].Err = fmt.Errorf("ListOffsets: %w", err)
-			res.Partitions[i].NotLeader = notLeader(err)
+			fail(&res.Partitions[i], fmt.Errorf("ListOffsets: %w", err))
 		}
-		return res
+		return
 	}
 	type found struct {
 		ls, hw int64
@@ -99,7 +143,7 @@ func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Resul
 				got[k] = f
 			}
 			if p.ErrorCode != 0 {
-				f.err = kafka.Error(p.ErrorCode)
+				f.err = kafkawire.CodeError(p.ErrorCode)
 				continue
 			}
 			switch p.Timestamp {
@@ -123,8 +167,7 @@ func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Resul
 		case f == nil:
 			pr.Err = errors.New("partition missing from the ListOffsets response")
 		case f.err != nil:
-			pr.Err = fmt.Errorf("ListOffsets %s: %w", e.Partition, f.err)
-			pr.NotLeader = notLeader(f.err)
+			fail(pr, fmt.Errorf("ListOffsets %s: %w", e.Partition, f.err))
 		case f.ls < 0 || f.hw < f.ls:
 			pr.Err = fmt.Errorf("ListOffsets %s: incomplete answer (log start %d, high watermark %d)", e.Partition, f.ls, f.hw)
 		default:
@@ -136,19 +179,91 @@ func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Resul
 			}
 		}
 	}
-	return res
 }
 
-func notLeader(err error) bool {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kafka.NotLeaderForPartition, kafka.UnknownTopicOrPartition, kafka.LeaderNotAvailable,
-			kafka.FencedLeaderEpoch, kafka.UnknownLeaderEpoch:
-			return true
-		}
-		return false
+// epochEnds asks each leader, for the entries with a ValidateEpoch that
+// ListOffsets answered, where that epoch ends in its log
+// (OffsetForLeaderEpoch). kafka-go's protocol package has no
+// OffsetForLeaderEpoch, so it is framed with franz-go's kmsg on a
+// connection of the resolver's own to the leader, like the fetch path's
+// Fetch (see docs/architecture.md).
+func (r *Resolver) epochEnds(ctx context.Context, b offsets.ResolveRequest, res *Result) {
+	if r.cfg.Dial == nil {
+		return
 	}
-	var ne net.Error
-	return !errors.As(err, &ne)
+	byLeader := map[int32][]int{}
+	for i := 0; i < b.Len(); i++ {
+		if e := b.At(i); e.ValidateEpoch >= 0 && res.Partitions[i].Err == nil {
+			if e.Leader < 0 {
+				fail(&res.Partitions[i], fmt.Errorf("OffsetForLeaderEpoch %s: no known leader", e.Partition))
+				res.Partitions[i].NotLeader = true
+				continue
+			}
+			byLeader[e.Leader] = append(byLeader[e.Leader], i)
+		}
+	}
+	for leader, idx := range byLeader {
+		r.epochEndsAt(ctx, leader, b, idx, res)
+	}
+}
+
+func (r *Resolver) epochEndsAt(ctx context.Context, leader int32, b offsets.ResolveRequest, idx []int, res *Result) {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.Version = offsetForLeaderEpochVersion
+	req.ReplicaID = -1
+	topicIdx := map[string]int{}
+	for _, i := range idx {
+		e := b.At(i)
+		ti, ok := topicIdx[e.Partition.Topic]
+		if !ok {
+			ti = len(req.Topics)
+			topicIdx[e.Partition.Topic] = ti
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = e.Partition.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		p.Partition = e.Partition.Partition
+		p.CurrentLeaderEpoch = e.LeaderEpoch
+		p.LeaderEpoch = e.ValidateEpoch
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)
+	}
+	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	conn, err := r.cfg.Dial(ctx, leader)
+	if err == nil {
+		err = conn.Request(ctx, req, resp)
+		_ = conn.Close()
+	}
+	if err != nil {
+		for _, i := range idx {
+			fail(&res.Partitions[i], fmt.Errorf("OffsetForLeaderEpoch to broker %d: %w", leader, err))
+		}
+		return
+	}
+	type answer struct {
+		code  int16
+		epoch int32
+		end   int64
+		found bool
+	}
+	got := map[key]answer{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			got[key{t.Topic, p.Partition}] = answer{code: p.ErrorCode, epoch: p.LeaderEpoch, end: p.EndOffset, found: true}
+		}
+	}
+	for _, i := range idx {
+		e := b.At(i)
+		pr := &res.Partitions[i]
+		a := got[key{e.Partition.Topic, e.Partition.Partition}]
+		switch {
+		case !a.found:
+			pr.Err = fmt.Errorf("OffsetForLeaderEpoch %s: partition missing from the response of broker %d", e.Partition, leader)
+		case a.code != 0:
+			fail(pr, fmt.Errorf("OffsetForLeaderEpoch %s (epoch %d, current %d) to broker %d: %w",
+				e.Partition, e.ValidateEpoch, e.LeaderEpoch, leader, kafkawire.CodeError(a.code)))
+		default:
+			pr.EpochEnd, pr.EpochEndOffset = a.epoch, a.end
+		}
+	}
 }

@@ -6,11 +6,21 @@ import "github.com/fencepost-dev/fencepost/internal/engine/offsets"
 // bounds of the partition and, for an AtTime request, the offset of the
 // first record at or after the time.
 type PartitionResult struct {
-	Err           error // nil, or why the lookup failed (the coordinator retries)
-	NotLeader     bool  // the lookup failed because of stale metadata
-	LogStart      int64
+	Err       error // nil, or why the lookup failed (the coordinator retries)
+	NotLeader bool  // the lookup failed because of stale metadata
+	LogStart  int64
+	// HighWatermark is the end of the log the consumer may read: the high
+	// watermark, or under read_committed the last stable offset.
 	HighWatermark int64
 	TimeOffset    int64 // AtTime requests only; -1 if no record is that recent
+	// EpochEnd and EpochEndOffset answer an entry's ValidateEpoch: the
+	// largest leader epoch at or below it that the leader's log holds,
+	// and the offset where that epoch ends (the first offset of the next
+	// epoch, or the leader's log end if it is the current one). -1 when
+	// not asked, or when the leader knows no such epoch (it is older than
+	// the log start).
+	EpochEnd       int32
+	EpochEndOffset int64
 }
 
 // Result answers one ResolveRequest: Partitions[i] is the answer for entry

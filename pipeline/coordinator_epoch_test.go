@@ -1,0 +1,234 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/internal/engine/commit"
+	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// epochLeaders delivers metadata: tp0 led by leader in leader epoch epoch.
+func (h *coordHarness) epochLeaders(leader, epoch int32) {
+	h.send(&fetch.Leaders{Leaders: map[offsetstore.TopicPartition]int32{tp0: leader}, Epochs: map[offsetstore.TopicPartition]int32{tp0: epoch}})
+}
+
+// epochRecords answers a fetch entry with records [from, to) whose last
+// batch has leader epoch le.
+func epochRecords(to int64, le int32) func(offsets.FetchEntry) fetch.PartitionResult {
+	return func(e offsets.FetchEntry) fetch.PartitionResult {
+		pr := records(e, to, 0, to)
+		pr.LastLeaderEpoch = le
+		return pr
+	}
+}
+
+// fetchingAt assigns tp0 (no committed offset, earliest) under leader 1 in
+// leader epoch 5 and fetches records [0, 10) of leader epoch 5.
+func fetchingAt10(t *testing.T) *coordHarness {
+	t.Helper()
+	h := newCoordHarness(t, coordinatorConfig{validate: true})
+	h.epochLeaders(1, 5)
+	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0})
+	r := h.takeResolve()
+	if e := r.At(0); e.Leader != 1 || e.LeaderEpoch != 5 || e.ValidateEpoch != -1 {
+		t.Fatalf("lookup entry %+v: want leader 1, leader epoch 5, no epoch to validate", e)
+	}
+	h.answerResolve(r, bounds(0, 10))
+	f := h.takeFetch(1)
+	if le := f.At(0).LeaderEpoch; le != 5 {
+		t.Fatalf("fetch sent with leader epoch %d, want the metadata's 5", le)
+	}
+	h.answerFetch(f, epochRecords(10, 5))
+	if p := h.c.byTP(tp0); p.pos.Offset() != 10 || p.fetchedEpoch != 5 {
+		t.Fatalf("position %v, fetched epoch %d; want 10 and 5", p.pos, p.fetchedEpoch)
+	}
+	return h
+}
+
+// TestLeaderChangeValidatesPosition: after a leader change (a newer leader
+// epoch in the metadata) a fetching partition asks the new leader where
+// the epoch of its last record ends, and resumes where it was when the
+// log did not diverge, in the same partition epoch (batches being
+// processed still count).
+func TestLeaderChangeValidatesPosition(t *testing.T) {
+	h := fetchingAt10(t)
+	epoch := h.c.byTP(tp0).epoch
+	f := h.takeFetch(1)    // the next fetch, in flight to the old leader
+	h.epochLeaders(-1, -1) // offline for a moment: no leader, no epoch
+	h.epochLeaders(2, 6)
+	if st := h.c.byTP(tp0).state; st != AwaitValidation {
+		t.Fatalf("state %v after a leader change, want %v", st, AwaitValidation)
+	}
+	if len(h.resolves) != 0 {
+		t.Fatal("a lookup was sent with a fetch of the partition in flight")
+	}
+	// the old leader's answer is dropped, then the position is validated
+	h.answerFetch(f, epochRecords(12, 5))
+	if p := h.c.byTP(tp0); p.pos.Offset() != 10 || len(h.messages) != 1 {
+		t.Fatalf("the old leader's records were applied: position %v", p.pos)
+	}
+	r := h.takeResolve()
+	if e := r.At(0); e.Leader != 2 || e.LeaderEpoch != 6 || e.ValidateEpoch != 5 || e.Request != offsetstore.Exact(10) {
+		t.Fatalf("validation entry %+v: want leader 2, leader epoch 6, epoch 5 to validate at 10", e)
+	}
+	h.answerResolve(r, func(offsets.ResolveEntry) resolve.PartitionResult {
+		return resolve.PartitionResult{LogStart: 0, HighWatermark: 12, TimeOffset: -1, EpochEnd: 5, EpochEndOffset: 10}
+	})
+	p := h.c.byTP(tp0)
+	if p.state != Fetching || p.pos.Offset() != 10 || p.epoch != epoch || len(h.resets(tp0)) != 1 {
+		t.Fatalf("after validation: %v at %v (epoch %d, was %d), resets %+v; want fetching at 10 in the same epoch, no new reset",
+			p.state, p.pos, p.epoch, epoch, h.resets(tp0))
+	}
+	if le := h.takeFetch(2).At(0).LeaderEpoch; le != 6 {
+		t.Fatalf("fetch to the new leader with leader epoch %d, want 6", le)
+	}
+}
+
+// TestStaleLeaderEpochResultDropped: a fetch answered for a leader epoch
+// the partition has moved past is dropped, even when the partition had
+// nothing to validate, and fetched again with the new epoch.
+func TestStaleLeaderEpochResultDropped(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{validate: true})
+	h.epochLeaders(1, 5)
+	h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0})
+	h.answerResolve(h.takeResolve(), bounds(0, 10))
+	f := h.takeFetch(1)
+	h.epochLeaders(1, 6) // same broker, new epoch: nothing fetched yet, nothing to validate
+	dropped := h.c.stats.staleDropped.Load()
+	h.answerFetch(f, epochRecords(10, 5))
+	p := h.c.byTP(tp0)
+	if p.pos.Offset() != 0 || len(h.messages) != 0 || h.c.stats.staleDropped.Load() != dropped+1 {
+		t.Fatalf("a result of leader epoch 5 was applied after epoch 6: position %v, %d messages", p.pos, len(h.messages))
+	}
+	if le := h.takeFetch(1).At(0).LeaderEpoch; le != 6 {
+		t.Fatalf("fetched again with leader epoch %d, want 6", le)
+	}
+	// an older epoch is taken (a recreated topic's epochs start over)
+	h.epochLeaders(1, 0)
+	if p.leaderEpoch != 0 {
+		t.Fatalf("leader epoch %d after metadata of epoch 0, want 0", p.leaderEpoch)
+	}
+}
+
+// TestLogTruncationReset: when the new leader's log holds the epoch of the
+// last record read only up to an offset below the position (an unclean
+// election truncated it), the partition resumes there, the reset is
+// reported as log_truncation with data loss, and the commit goes back to
+// it once the records from there are processed again.
+func TestLogTruncationReset(t *testing.T) {
+	h := fetchingAt10(t)
+	h.completeAll()
+	h.send(&flushEvent{done: make(chan error, 1)})
+	cj := h.commits[0]
+	h.commits = nil
+	if e := cj.Request.At(0); e.Offset != 10 || e.LeaderEpoch != 5 {
+		t.Fatalf("commit entry %+v: want offset 10 with leader epoch 5", e)
+	}
+	h.send(&commit.Result{Request: cj.Request})
+	f := h.takeFetch(1)
+	h.epochLeaders(2, 6)
+	h.answerFetch(f, epochRecords(12, 5))
+	h.answerResolve(h.takeResolve(), func(offsets.ResolveEntry) resolve.PartitionResult {
+		return resolve.PartitionResult{LogStart: 0, HighWatermark: 12, TimeOffset: -1, EpochEnd: 5, EpochEndOffset: 7}
+	})
+	rs := h.resets(tp0)
+	if len(rs) != 2 {
+		t.Fatalf("resets %+v: want the start and a log truncation", rs)
+	}
+	ev := rs[1]
+	if ev.Reason != offsetstore.ReasonLogTruncation || !ev.DataLoss || ev.From != 10 || ev.To != 7 || ev.Skipped != 0 ||
+		ev.Reason.String() != "log_truncation" {
+		t.Fatalf("reset %+v: want log_truncation from 10 to 7, data loss, nothing skipped", ev)
+	}
+	if n := h.c.stats.resets.Load(); n != 1 {
+		t.Fatalf("%d resets counted, want 1", n)
+	}
+	p := h.c.byTP(tp0)
+	if p.state != Fetching || p.pos.Offset() != 7 || p.fetchedEpoch != 5 {
+		t.Fatalf("%v at %v, fetched epoch %d: want fetching at 7, epoch 5 below it", p.state, p.pos, p.fetchedEpoch)
+	}
+	// the new leader's records 7..11 (epoch 6) are processed and committed
+	h.answerFetch(h.takeFetch(2), epochRecords(12, 6))
+	h.completeAll()
+	h.send(&flushEvent{done: make(chan error, 1)})
+	if e := h.commits[0].Request.At(0); e.Offset != 12 || e.LeaderEpoch != 6 {
+		t.Fatalf("commit entry %+v: want offset 12 with leader epoch 6", e)
+	}
+}
+
+// TestCommittedEpochValidated: a committed offset that carries the leader
+// epoch of its record is checked with the leader before fetching; a
+// divergence below it is a log_truncation reset.
+func TestCommittedEpochValidated(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		validate bool
+		endAt    int64 // where the epoch ends on the leader
+		want     int64 // where fetching starts
+		reset    bool
+	}{
+		{name: "same log", validate: true, endAt: 30, want: 20},
+		{name: "diverged", validate: true, endAt: 15, want: 15, reset: true},
+		{name: "validation off", validate: false, want: 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newCoordHarness(t, coordinatorConfig{validate: tt.validate})
+			h.epochLeaders(1, 9)
+			h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.CommittedAt(20, 3)})
+			if tt.validate {
+				r := h.takeResolve()
+				if e := r.At(0); e.ValidateEpoch != 3 || e.LeaderEpoch != 9 {
+					t.Fatalf("entry %+v: want epoch 3 validated under leader epoch 9", e)
+				}
+				h.answerResolve(r, func(offsets.ResolveEntry) resolve.PartitionResult {
+					return resolve.PartitionResult{LogStart: 0, HighWatermark: 40, TimeOffset: -1, EpochEnd: 3, EpochEndOffset: tt.endAt}
+				})
+			}
+			if p := h.c.byTP(tp0); p.state != Fetching || p.pos.Offset() != tt.want {
+				t.Fatalf("%v at %v, want fetching at %d", p.state, p.pos, tt.want)
+			}
+			if rs := h.resets(tp0); (len(rs) == 1) != tt.reset || (tt.reset && (rs[0].Reason != offsetstore.ReasonLogTruncation || !rs[0].DataLoss)) {
+				t.Fatalf("resets %+v, want a log truncation: %v", rs, tt.reset)
+			}
+		})
+	}
+}
+
+// TestOutOfRangeValidatesEpoch: an OffsetOutOfRange answer (a truncated
+// log ends below the position) is checked with the epoch of the last
+// record too, so the partition resumes at the divergence point instead
+// of where auto_offset_reset would put it.
+func TestOutOfRangeValidatesEpoch(t *testing.T) {
+	h := fetchingAt10(t)
+	h.answerFetch(h.takeFetch(1), outOfRange(0, 8))
+	r := h.takeResolve()
+	if e := r.At(0); e.ValidateEpoch != 5 || e.Request != offsetstore.Exact(10) {
+		t.Fatalf("entry %+v: want epoch 5 validated at 10", e)
+	}
+	h.answerResolve(r, func(offsets.ResolveEntry) resolve.PartitionResult {
+		return resolve.PartitionResult{LogStart: 0, HighWatermark: 8, TimeOffset: -1, EpochEnd: 5, EpochEndOffset: 8}
+	})
+	rs := h.resets(tp0)
+	if ev := rs[len(rs)-1]; ev.Reason != offsetstore.ReasonLogTruncation || ev.To != 8 {
+		t.Fatalf("reset %+v, want log_truncation to 8", ev)
+	}
+}
+
+// TestValidEpochBeatsLaggingHighWatermark: right after an election the new
+// leader's high watermark may lag the old one's; a position the leader's
+// log holds in the last record's epoch is valid, not data loss.
+func TestValidEpochBeatsLaggingHighWatermark(t *testing.T) {
+	h := fetchingAt10(t)
+	f := h.takeFetch(1)
+	h.epochLeaders(2, 6)
+	h.answerFetch(f, epochRecords(12, 5))
+	h.answerResolve(h.takeResolve(), func(offsets.ResolveEntry) resolve.PartitionResult {
+		return resolve.PartitionResult{LogStart: 0, HighWatermark: 8, TimeOffset: -1, EpochEnd: 5, EpochEndOffset: 10}
+	})
+	if p := h.c.byTP(tp0); p.state != Fetching || p.pos.Offset() != 10 || len(h.resets(tp0)) != 1 {
+		t.Fatalf("%v at %v, resets %+v: want fetching at 10, no reset", p.state, p.pos, h.resets(tp0))
+	}
+}
