@@ -109,8 +109,14 @@ func (l *ledger) eventsOf(name string) []Event {
 	return slices.Clone(l.events[name])
 }
 
+// fataler is what waitFor needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // waitFor waits until cond holds on the owners, or fails the test.
-func (l *ledger) waitFor(t testing.TB, d time.Duration, what string, cond func(map[string][]offsetstore.TopicPartition) bool) {
+func (l *ledger) waitFor(t fataler, d time.Duration, what string, cond func(map[string][]offsetstore.TopicPartition) bool) {
 	t.Helper()
 	deadline := time.After(d)
 	for {

@@ -594,12 +594,15 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		if len(s.queue) > 0 {
 			out, next = s.m.events, s.queue[0]
 		}
-		var hb <-chan time.Time
-		var hbTimer *time.Timer
+		var hb, lost <-chan time.Time
+		var hbTimer, lostTimer *time.Timer
 		if s.gen >= 0 {
-			if time.Since(s.lastAlive) >= s.aliveFor() {
-				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout)", errLost, s.aliveFor())
+			left := time.Until(s.lastAlive.Add(s.aliveFor()))
+			if left <= 0 {
+				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout, less a margin)", errLost, s.aliveFor())
 			}
+			lostTimer = time.NewTimer(left)
+			lost = lostTimer.C
 			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.cfg.HeartbeatInterval)))
 			hb = hbTimer.C
 		}
@@ -616,9 +619,11 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 			s.queue = s.queue[1:]
 		case <-hb:
 			err = s.heartbeat(ctx)
+		case <-lost: // checked at the top of the loop
 		}
 		if hbTimer != nil {
 			hbTimer.Stop()
+			lostTimer.Stop()
 		}
 		if stop || err != nil {
 			return err
@@ -630,7 +635,12 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 // member may still be sure it is in the generation: the coordinator
 // removes it a session timeout after that, or a rebalance timeout after a
 // rebalance it did not hear of began (which was after that renewal).
-func (s *runState) aliveFor() time.Duration { return min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout) }
+// A margin (a tenth, at most two heartbeat intervals) absorbs timer and
+// scheduling delays.
+func (s *runState) aliveFor() time.Duration {
+	d := min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout)
+	return d - min(d/10, 2*s.cfg.HeartbeatInterval)
+}
 
 // heartbeat sends one heartbeat, bounded by the session's end.
 func (s *runState) heartbeat(ctx context.Context) error {

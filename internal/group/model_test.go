@@ -1,0 +1,210 @@
+package group
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"pgregory.net/rapid"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// withChecks runs f with rapid's -rapid.checks at n, unless the command
+// line set it.
+func withChecks(n int, f func()) {
+	set := false
+	flag.Visit(func(fl *flag.Flag) { set = set || fl.Name == "rapid.checks" })
+	fl := flag.Lookup("rapid.checks")
+	if set || fl == nil {
+		f()
+		return
+	}
+	old := fl.Value.String()
+	_ = fl.Value.Set(fmt.Sprint(n))
+	defer func() { _ = fl.Value.Set(old) }()
+	f()
+}
+
+// modelGroup is the system under test: members of one group on one kfake
+// cluster, and the heartbeats the test drops.
+type modelGroup struct {
+	c       *kafkatest.Cluster
+	l       *ledger
+	cfgs    map[string]Config
+	mu      sync.Mutex
+	running map[string]*running
+	cutTill map[string]time.Time // name -> heartbeats cut until
+	serial  int
+}
+
+const modelPartitions = 6
+
+// TestModelNoPartitionOwnedTwice drives a group of our members through
+// random joins, leaves, restarts (static and dynamic), lost heartbeats
+// (short: nothing happens or the member declares its partitions lost; long:
+// the coordinator expires the session) and pauses. Throughout, as seen
+// through the events, no partition is owned by two members at once; once
+// the faults stop, every partition is owned again.
+func TestModelNoPartitionOwnedTwice(t *testing.T) {
+	withChecks(3, func() {
+		rapid.Check(t, func(rt *rapid.T) {
+			c := kafkatest.New(t, 1)
+			g := &modelGroup{c: c, l: newLedger(), cfgs: map[string]Config{}, running: map[string]*running{}, cutTill: map[string]time.Time{}}
+			c.CreateTopic(t, "t", modelPartitions)
+			c.Intercept(t, kmsg.Heartbeat, g.intercept)
+			defer g.stopAll(t)
+			names := []string{"m0", "m1", "m2", "m3"}
+			rt.Repeat(map[string]func(*rapid.T){
+				"join": func(rt *rapid.T) {
+					name := rapid.SampledFrom(names).Draw(rt, "name")
+					if g.get(name) != nil {
+						rt.Skip("already running")
+					}
+					if _, ok := g.cfgs[name]; !ok {
+						cfg := testConfig(c, "g", "t")
+						if rapid.Bool().Draw(rt, "static") {
+							cfg.InstanceID = "i-" + name
+						}
+						g.cfgs[name] = cfg
+					}
+					g.start(t, name)
+				},
+				"leave": func(rt *rapid.T) {
+					r := g.pick(rt)
+					g.stop(t, r)
+				},
+				"restart": func(rt *rapid.T) {
+					r := g.pick(rt)
+					g.stop(t, r)
+					g.start(t, baseName(r.name))
+				},
+				"lose heartbeats": func(rt *rapid.T) {
+					r := g.pick(rt)
+					d := time.Duration(rapid.IntRange(100, 2500).Draw(rt, "ms")) * time.Millisecond
+					g.mu.Lock()
+					g.cutTill[baseName(r.name)] = time.Now().Add(d)
+					g.mu.Unlock()
+				},
+				"pause": func(rt *rapid.T) {
+					time.Sleep(time.Duration(rapid.IntRange(0, 800).Draw(rt, "ms")) * time.Millisecond)
+				},
+				"": func(rt *rapid.T) {
+					if err := g.l.err(); err != nil {
+						rt.Fatal(err)
+					}
+				},
+			})
+			// Liveness: with the faults lifted and a member running,
+			// every partition is owned again.
+			g.mu.Lock()
+			clear(g.cutTill)
+			g.mu.Unlock()
+			if len(g.all()) == 0 {
+				g.cfgs["m0"] = testConfig(c, "g", "t")
+				g.start(t, "m0")
+			}
+			// kfake arms no session timer for a member when a join
+			// completes (Apache Kafka does): a member stopped after its
+			// JoinGroup answer and before its SyncGroup, once the leader
+			// has synced, stays in the group with its partitions forever.
+			// A static one sends no LeaveGroup, so remove the static
+			// instances that are not running, as an operator would.
+			var gone []string
+			for name, cfg := range g.cfgs {
+				if cfg.InstanceID != "" && g.get(name) == nil {
+					gone = append(gone, cfg.InstanceID)
+				}
+			}
+			if len(gone) > 0 {
+				if _, err := c.Admin.LeaveGroup(context.Background(), kadm.LeaveGroup("g").InstanceIDs(gone...)); err != nil {
+					rt.Logf("removing stopped static members %v: %v", gone, err)
+				}
+			}
+			for _, r := range g.all() {
+				s := r.m.snap.Load()
+				rt.Logf("running %s: generation %d member %q owns %d", r.name, s.gen, s.memberID, len(s.owned))
+			}
+			g.l.waitFor(rt, 30*time.Second, "every partition owned", func(o map[string][]offsetstore.TopicPartition) bool {
+				return total(o) == modelPartitions
+			})
+			if err := g.l.err(); err != nil {
+				rt.Fatal(err)
+			}
+		})
+	})
+}
+
+func baseName(n string) string {
+	for i := range len(n) {
+		if n[i] == '#' {
+			return n[:i]
+		}
+	}
+	return n
+}
+
+func (g *modelGroup) intercept(_ int32, req kmsg.Request) kafkatest.Action {
+	hb := req.(*kmsg.HeartbeatRequest)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, r := range g.running {
+		if r.m.snap.Load().memberID == hb.MemberID && time.Now().Before(g.cutTill[name]) {
+			return kafkatest.Action{Cut: true}
+		}
+	}
+	return kafkatest.Action{}
+}
+
+func (g *modelGroup) start(t *testing.T, name string) {
+	g.serial++
+	r := startMember(t, g.l, fmt.Sprintf("%s#%d", name, g.serial), g.cfgs[name], memberOpts{commitOnRev: true})
+	g.mu.Lock()
+	g.running[name] = r
+	g.mu.Unlock()
+}
+
+func (g *modelGroup) stop(t *testing.T, r *running) {
+	_ = r.stop(t)
+	g.mu.Lock()
+	delete(g.running, baseName(r.name))
+	g.mu.Unlock()
+}
+
+func (g *modelGroup) get(name string) *running {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running[name]
+}
+
+func (g *modelGroup) all() []*running {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*running
+	for _, n := range []string{"m0", "m1", "m2", "m3"} {
+		if r := g.running[n]; r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (g *modelGroup) pick(rt *rapid.T) *running {
+	rs := g.all()
+	if len(rs) == 0 {
+		rt.Skip("no member running")
+	}
+	return rapid.SampledFrom(rs).Draw(rt, "member")
+}
+
+func (g *modelGroup) stopAll(t *testing.T) {
+	for _, r := range g.all() {
+		g.stop(t, r)
+	}
+}
