@@ -91,6 +91,9 @@ func TestModelNoPartitionOwnedTwice(t *testing.T) {
 					g.mu.Lock()
 					g.cutTill[baseName(r.name)] = time.Now().Add(d)
 					g.mu.Unlock()
+					if rapid.Bool().Draw(rt, "wait it out") {
+						time.Sleep(d)
+					}
 				},
 				"pause": func(rt *rapid.T) {
 					time.Sleep(time.Duration(rapid.IntRange(0, 800).Draw(rt, "ms")) * time.Millisecond)
