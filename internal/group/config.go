@@ -23,6 +23,12 @@ var (
 	ErrFencedInstance = errors.New("another member uses this group instance id")
 )
 
+// Group protocols (Config.Protocol).
+const (
+	ProtocolClassic  = "classic"
+	ProtocolConsumer = "consumer"
+)
+
 // DialFunc opens a connection to a broker (host:port). TLS and SASL, if
 // the cluster needs them, are the dial function's job.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -50,10 +56,21 @@ type Config struct {
 	// (CooperativeSticky, Range, RoundRobin); the group uses the first
 	// every member supports. Default: CooperativeSticky alone.
 	Assignors []string
+	// Protocol is the group protocol: ProtocolClassic (the default:
+	// JoinGroup, SyncGroup, Heartbeat, client-side assignors) or
+	// ProtocolConsumer (KIP-848, Kafka 4.0+: ConsumerGroupHeartbeat,
+	// assignment computed by the coordinator, always incremental).
+	Protocol string
+	// RemoteAssignor is the coordinator-side assignor the consumer
+	// protocol asks for ("uniform" or "range"); empty: the broker's
+	// default. Ignored by the classic protocol.
+	RemoteAssignor string
 	// Rack is sent in the subscription (v3) for rack-aware assignors.
 	Rack string
 	// SessionTimeout: the coordinator removes a member it has not heard
-	// from for this long. Default 45s.
+	// from for this long. Default 45s. With the consumer protocol the
+	// broker sets it (group.consumer.session.timeout.ms); set this to the
+	// same value, as the member declares its partitions lost by it.
 	SessionTimeout time.Duration
 	// RebalanceTimeout: how long the coordinator waits for every member
 	// to rejoin in a rebalance; it bounds how long a Revoke may take to
@@ -82,6 +99,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if len(c.Topics) == 0 {
 		return c, fmt.Errorf("%w: Topics is empty (set consumer.topics)", ErrConfig)
+	}
+	switch c.Protocol {
+	case "":
+		c.Protocol = ProtocolClassic
+	case ProtocolClassic, ProtocolConsumer:
+	default:
+		return c, fmt.Errorf("%w: Protocol %q (use %q or %q)", ErrConfig, c.Protocol, ProtocolClassic, ProtocolConsumer)
+	}
+	switch c.RemoteAssignor {
+	case "", "uniform", "range":
+	default:
+		return c, fmt.Errorf("%w: RemoteAssignor %q (use uniform or range)", ErrConfig, c.RemoteAssignor)
 	}
 	if len(c.Assignors) == 0 {
 		c.Assignors = []string{CooperativeSticky}

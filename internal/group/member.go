@@ -137,9 +137,16 @@ func (m *Member) Run(ctx context.Context) error {
 		return errors.New("group: Run called twice on one Member")
 	}
 	defer close(m.events)
-	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}}
-	err := s.loop(ctx)
-	s.shutdown(ctx)
+	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}, hbInterval: m.cfg.HeartbeatInterval}
+	var err error
+	if m.cfg.Protocol == ProtocolConsumer {
+		s.consumer = true
+		err = s.loop848(ctx)
+		s.shutdown848(ctx)
+	} else {
+		err = s.loop(ctx)
+		s.shutdown(ctx)
+	}
 	s.coord.close()
 	c := <-m.commit // wait for a Commit in flight
 	c.close()
@@ -160,6 +167,10 @@ type runState struct {
 	queue    []Event
 	revoking *pendingRevoke // a Revoke the owner has not finished
 	rejoin   bool           // the coordinator started a rebalance, or we revoked
+
+	consumer   bool          // the consumer group protocol (KIP-848)
+	hbInterval time.Duration // the heartbeat interval in use
+	member848  member848     // the consumer protocol's state
 
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent
@@ -603,7 +614,7 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 			}
 			lostTimer = time.NewTimer(left)
 			lost = lostTimer.C
-			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.cfg.HeartbeatInterval)))
+			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.hbInterval)))
 			hb = hbTimer.C
 		}
 		var err error
@@ -618,7 +629,11 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		case out <- next:
 			s.queue = s.queue[1:]
 		case <-hb:
-			err = s.heartbeat(ctx)
+			if s.consumer {
+				err = s.heartbeat848(ctx)
+			} else {
+				err = s.heartbeat(ctx)
+			}
 		case <-lost: // checked at the top of the loop
 		}
 		if hbTimer != nil {
@@ -639,7 +654,7 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 // scheduling delays.
 func (s *runState) aliveFor() time.Duration {
 	d := min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout)
-	return d - min(d/10, 2*s.cfg.HeartbeatInterval)
+	return d - min(d/10, 2*s.hbInterval)
 }
 
 // heartbeat sends one heartbeat, bounded by the session's end.
@@ -755,6 +770,9 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 		byTopic[o.Topic] = append(byTopic[o.Topic], offsetcommit.RequestPartition{
 			PartitionIndex: o.Partition, CommittedOffset: o.Offset, CommittedLeaderEpoch: o.LeaderEpoch, CommittedMetadata: o.Metadata,
 		})
+	}
+	if m.cfg.Protocol == ProtocolConsumer {
+		return m.commit848(ctx, snap, offs)
 	}
 	req := &offsetcommit.Request{GroupID: m.cfg.Group, GenerationID: snap.gen, MemberID: snap.memberID, GroupInstanceID: m.cfg.InstanceID}
 	for _, t := range sortedKeys(byTopic) {

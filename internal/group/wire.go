@@ -117,12 +117,17 @@ func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Messa
 // highest version both kmsg and the broker speak (at least minVersion),
 // and reads the answer into resp.
 func (c *conn) roundTripKmsg(ctx context.Context, minVersion int16, req kmsg.Request, resp kmsg.Response) error {
+	return c.roundTripKmsgUpTo(ctx, minVersion, req.MaxVersion(), req, resp)
+}
+
+// roundTripKmsgUpTo is roundTripKmsg sending at most maxVersion.
+func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int16, req kmsg.Request, resp kmsg.Response) error {
 	key := protocol.ApiKey(req.Key())
 	brokerMax, ok := c.versions[key]
 	if !ok {
 		return fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
 	}
-	v := min(brokerMax, req.MaxVersion())
+	v := min(brokerMax, maxVersion)
 	if v < minVersion {
 		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
 	}
