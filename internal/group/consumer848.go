@@ -207,7 +207,8 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 // heartbeat acknowledges), then takes what is new.
 func (s *runState) reconcile848(ctx context.Context) error {
 	m := &s.member848
-	target, err := s.resolve848(ctx, m.pending)
+	pending := m.pending
+	target, err := s.resolve848(ctx, pending)
 	if err != nil {
 		return err
 	}
@@ -234,8 +235,10 @@ func (s *runState) reconcile848(ctx context.Context) error {
 	}
 	parts, err := s.fetchCommitted(ctx, added)
 	if err != nil {
-		m.pending = nil
-		return err // the coordinator resends the assignment on the next join or change
+		// The coordinator sends an assignment only when it changes:
+		// keep it, and retry after the backoff.
+		m.pending = pending
+		return err
 	}
 	for k := range added {
 		s.owned[k] = true

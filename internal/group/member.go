@@ -240,6 +240,15 @@ func (s *runState) publish() {
 // generation and member id, so the next join starts afresh.
 func (s *runState) lose(err error) {
 	s.log.Info("consumer group membership lost; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
+	if r := s.revoking; r != nil {
+		select {
+		case <-r.done.ch: // the owner finished this revoke: not lost
+			for k := range r.set {
+				delete(s.owned, k)
+			}
+		default:
+		}
+	}
 	if len(s.owned) > 0 {
 		s.queue = append(s.queue, Lost{Partitions: toTPs(s.owned), Err: err})
 	}
