@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"sync"
@@ -11,7 +12,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
-	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 // withChecks runs f with rapid's -rapid.checks at n, unless the command
@@ -79,7 +79,15 @@ func testModel(t *testing.T, protocol string) {
 					}
 					if _, ok := g.cfgs[name]; !ok {
 						cfg := newConfig(c)
-						if rapid.Bool().Draw(rt, "static") {
+						// Consumer protocol: dynamic members only. kfake
+						// keeps a static member that left with epoch -2
+						// forever and can leave its replacement without
+						// partitions (seen in this test: the departed
+						// member still holding its assignment while the
+						// rejoined instances got none); static membership
+						// on the consumer protocol is covered by
+						// TestConsumerProtocolStaticRestart.
+						if protocol == ProtocolClassic && rapid.Bool().Draw(rt, "static") {
 							cfg.InstanceID = "i-" + name
 						}
 						g.cfgs[name] = cfg
@@ -139,9 +147,17 @@ func testModel(t *testing.T, protocol string) {
 				s := r.m.snap.Load()
 				rt.Logf("running %s: generation %d member %q owns %d", r.name, s.gen, s.memberID, len(s.owned))
 			}
-			g.l.waitFor(rt, 30*time.Second, "every partition owned", func(o map[string][]offsetstore.TopicPartition) bool {
-				return total(o) == modelPartitions
-			})
+			deadline := time.Now().Add(30 * time.Second)
+			for total(g.l.owned()) != modelPartitions {
+				if time.Now().After(deadline) {
+					if protocol == ProtocolConsumer {
+						d, err := c.Admin.DescribeConsumerGroups(context.Background(), "g")
+						rt.Logf("the coordinator's view: %+v %v", d, err)
+					}
+					rt.Fatalf("partitions not all owned 30s after the faults stopped; owners: %v", g.l.owned())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			if err := g.l.err(); err != nil {
 				rt.Fatal(err)
 			}
