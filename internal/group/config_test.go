@@ -19,7 +19,7 @@ func TestConfigValidation(t *testing.T) {
 		{"no group", func(c *Config) { c.Group = "" }, "Group"},
 		{"no topics", func(c *Config) { c.Topics = nil }, "Topics"},
 		{"unknown assignor", func(c *Config) { c.Assignors = []string{"sticky-ish"} }, "unknown assignor"},
-		{"heartbeat above session", func(c *Config) { c.SessionTimeout, c.HeartbeatInterval = time.Second, 2 * time.Second }, "HeartbeatInterval"},
+		{"heartbeat above session", func(c *Config) { c.SessionTimeout, c.HeartbeatInterval = time.Second, 2*time.Second }, "HeartbeatInterval"},
 		{"unknown protocol", func(c *Config) { c.Protocol = "eager" }, "Protocol"},
 		{"unknown remote assignor", func(c *Config) { c.Protocol, c.RemoteAssignor = ProtocolConsumer, "sticky" }, "RemoteAssignor"},
 		{"consumer protocol", func(c *Config) { c.Protocol, c.RemoteAssignor = ProtocolConsumer, "range" }, ""},
