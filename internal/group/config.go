@@ -79,6 +79,11 @@ type Config struct {
 	// HeartbeatInterval: how often the member heartbeats. Default 3s;
 	// it must be below SessionTimeout.
 	HeartbeatInterval time.Duration
+	// MetadataInterval: how often the group's leader checks the
+	// subscribed topics' partition counts, starting a rebalance when one
+	// changed (classic protocol; the consumer protocol's coordinator does
+	// it itself). Default 30s.
+	MetadataInterval time.Duration
 	// RetryBackoff: the pause before retrying a failed join. Default
 	// 250ms.
 	RetryBackoff time.Duration
@@ -131,6 +136,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, fmt.Errorf("%w: HeartbeatInterval %v must be below SessionTimeout %v", ErrConfig, c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.MetadataInterval <= 0 {
+		c.MetadataInterval = 30 * time.Second
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = 250 * time.Millisecond

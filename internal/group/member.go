@@ -172,6 +172,12 @@ type runState struct {
 	hbInterval time.Duration // the heartbeat interval in use
 	member848  member848     // the consumer protocol's state
 
+	// leaderTopics are the partition counts the last assignment this
+	// member computed as leader used (nil: not the leader); metaAt is
+	// when they were last checked.
+	leaderTopics map[string]int32
+	metaAt       time.Time
+
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent
 }
@@ -307,6 +313,7 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 		return fatalError{fmt.Errorf("the group chose assignor %q, which this member did not offer: %w", jr.ProtocolName, err)}
 	}
 	var plan []syncgroup.RequestAssignment
+	s.leaderTopics = nil
 	if jr.LeaderID == jr.MemberID {
 		plan, err = s.lead(ctx, proto, jr.Members)
 		if err != nil {
@@ -462,9 +469,31 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 			topicSet[t] = true
 		}
 	}
+	topics, err := s.partitionCounts(ctx, sortedKeys(topicSet))
+	if err != nil {
+		return nil, err
+	}
+	s.leaderTopics, s.metaAt = topics, time.Now()
+	plan := a.assign(metas, topics)
+	if a.cooperative() {
+		adjustCooperative(plan, metas)
+	}
+	out := make([]syncgroup.RequestAssignment, 0, len(metas))
+	for _, mm := range metas {
+		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
+	}
+	return out, nil
+}
+
+// partitionCounts returns the partition count of each existing topic of
+// names.
+func (s *runState) partitionCounts(ctx context.Context, names []string) (map[string]int32, error) {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
 	defer cancel()
-	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: sortedKeys(topicSet)})
+	if err := s.connect(mctx); err != nil {
+		return nil, err
+	}
+	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: names})
 	if err != nil {
 		s.dropConn()
 		return nil, err
@@ -477,15 +506,22 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 			s.log.Warn("a subscribed topic is not assignable", zap.String("topic", t.Name), zap.Error(kafka.Error(t.ErrorCode)))
 		}
 	}
-	plan := a.assign(metas, topics)
-	if a.cooperative() {
-		adjustCooperative(plan, metas)
+	return topics, nil
+}
+
+// checkPartitions, on the leader, rejoins (which starts a rebalance) when
+// a subscribed topic's partition count changed since its last assignment.
+func (s *runState) checkPartitions(ctx context.Context) {
+	s.metaAt = time.Now()
+	now, err := s.partitionCounts(ctx, sortedKeys(s.leaderTopics))
+	if err != nil {
+		s.log.Debug("checking partition counts failed", zap.String("group", s.cfg.Group), zap.Error(err))
+		return
 	}
-	out := make([]syncgroup.RequestAssignment, 0, len(metas))
-	for _, mm := range metas {
-		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
+	if !maps.Equal(now, s.leaderTopics) {
+		s.log.Info("subscribed topics changed partitions; rebalancing", zap.String("group", s.cfg.Group))
+		s.rejoin = true
 	}
-	return out, nil
 }
 
 // fetchCommitted reads the committed offsets of the partitions.
@@ -626,6 +662,12 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.hbInterval)))
 			hb = hbTimer.C
 		}
+		var meta <-chan time.Time
+		var metaTimer *time.Timer
+		if w.onRejoin && !s.consumer && s.leaderTopics != nil {
+			metaTimer = time.NewTimer(time.Until(s.metaAt.Add(s.cfg.MetadataInterval)))
+			meta = metaTimer.C
+		}
 		var err error
 		stop := false
 		select {
@@ -644,6 +686,11 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 				err = s.heartbeat(ctx)
 			}
 		case <-lost: // checked at the top of the loop
+		case <-meta:
+			s.checkPartitions(ctx)
+		}
+		if metaTimer != nil {
+			metaTimer.Stop()
 		}
 		if hbTimer != nil {
 			hbTimer.Stop()

@@ -287,3 +287,27 @@ func TestCommitFencedAfterRebalance(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Partitions added to a subscribed topic are assigned without a restart:
+// the leader notices the new count and rebalances.
+func TestAddedPartitionsAreAssigned(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "t", 2)
+	l := newLedger()
+	cfg := testConfig(c, "g", "t")
+	cfg.MetadataInterval = 100 * time.Millisecond
+	startMember(t, l, "a", cfg, memberOpts{commitOnRev: true})
+	startMember(t, l, "b", cfg, memberOpts{commitOnRev: true})
+	l.waitFor(t, 10*time.Second, "1 each", func(o map[string][]offsetstore.TopicPartition) bool {
+		return slices.Equal(counts(o, "a", "b"), []int{1, 1})
+	})
+	if _, err := c.Admin.CreatePartitions(context.Background(), 2, "t"); err != nil {
+		t.Fatal(err)
+	}
+	l.waitFor(t, 10*time.Second, "2 each of 4", func(o map[string][]offsetstore.TopicPartition) bool {
+		return slices.Equal(counts(o, "a", "b"), []int{2, 2})
+	})
+	if err := l.err(); err != nil {
+		t.Fatal(err)
+	}
+}
