@@ -51,7 +51,10 @@
 // the session timeout. Commits use OffsetCommit v9 with the member epoch.
 // The same events and Commit serve both protocols.
 //
-// Not here yet: watching subscribed topics for added partitions (a
-// rebalance for another reason picks them up), and SASL on the member's
-// own connections (Config.Dial must provide it).
+// On the classic protocol the leader checks the subscribed topics'
+// partition counts every Config.MetadataInterval and starts a rebalance
+// when one changed, so added partitions are consumed without a restart.
+//
+// Not here yet: SASL on the member's own connections (Config.Dial can
+// provide TLS).
 package group
