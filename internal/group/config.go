@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 )
 
@@ -29,8 +30,8 @@ const (
 	ProtocolConsumer = "consumer"
 )
 
-// DialFunc opens a connection to a broker (host:port). TLS and SASL, if
-// the cluster needs them, are the dial function's job.
+// DialFunc opens a connection to a broker (host:port); TLS, if the
+// cluster needs it, is its job (SASL is Config.SASL).
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Config configures a Member. Zero durations take the defaults noted.
@@ -90,7 +91,11 @@ type Config struct {
 	// ClientID is sent with every request. Default "fencepost".
 	ClientID string
 	// Dial connects to brokers. Default: plain TCP with a 10s timeout.
+	// TLS is the dial function's job (tls.Dialer).
 	Dial DialFunc
+	// SASL, if set, authenticates every connection (PLAIN, SCRAM: the
+	// franz-go mechanisms the rest of the processor uses).
+	SASL sasl.Mechanism
 	// Logger receives the member's logs. Default: none.
 	Logger *zap.Logger
 }

@@ -381,7 +381,7 @@ func (m *Member) commit848(ctx context.Context, snap *snapshot, offs []Offset) e
 		if c == nil || c.err != nil {
 			c.close()
 			var err error
-			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
+			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
 			if err != nil {
 				lastErr, c = err, nil
 				continue

@@ -55,6 +55,6 @@
 // partition counts every Config.MetadataInterval and starts a rebalance
 // when one changed, so added partitions are consumed without a restart.
 //
-// Not here yet: SASL on the member's own connections (Config.Dial can
-// provide TLS).
+// The member dials its own connections (Config.Dial, which provides TLS)
+// and authenticates them with Config.SASL.
 package group

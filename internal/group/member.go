@@ -282,7 +282,7 @@ func (s *runState) connect(ctx context.Context) error {
 		return nil
 	}
 	s.dropConn()
-	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
+	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.SASL, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
 	if err != nil {
 		return err
 	}
@@ -849,7 +849,7 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 		if c == nil || c.err != nil {
 			c.close()
 			var err error
-			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
+			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
 			if err != nil {
 				lastErr = err
 				c = nil
