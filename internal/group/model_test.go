@@ -57,13 +57,17 @@ func TestModelNoPartitionOwnedTwice(t *testing.T) {
 }
 
 func testModel(t *testing.T, protocol string) {
-	newConfig := func(c *kafkatest.Cluster) Config {
+	newConfig := func(c *kafkatest.Cluster, assignor string) Config {
 		cfg := testConfig(c, "g", "t")
-		cfg.Protocol = protocol
+		cfg.Protocol, cfg.Assignors = protocol, []string{assignor}
 		return cfg
 	}
 	withChecks(3, func() {
 		rapid.Check(t, func(rt *rapid.T) {
+			assignor := CooperativeSticky
+			if protocol == ProtocolClassic {
+				assignor = rapid.SampledFrom([]string{CooperativeSticky, Range, RoundRobin}).Draw(rt, "assignor")
+			}
 			c := new848Cluster(t)
 			g := &modelGroup{c: c, l: newLedger(), cfgs: map[string]Config{}, running: map[string]*running{}, cutTill: map[string]time.Time{}}
 			c.CreateTopic(t, "t", modelPartitions)
@@ -78,7 +82,7 @@ func testModel(t *testing.T, protocol string) {
 						rt.Skip("already running")
 					}
 					if _, ok := g.cfgs[name]; !ok {
-						cfg := newConfig(c)
+						cfg := newConfig(c, assignor)
 						// Consumer protocol: dynamic members only. kfake
 						// keeps a static member that left with epoch -2
 						// forever and can leave its replacement without
@@ -128,7 +132,7 @@ func testModel(t *testing.T, protocol string) {
 			clear(g.cutTill)
 			g.mu.Unlock()
 			if len(g.all()) == 0 {
-				g.cfgs["m0"] = newConfig(c)
+				g.cfgs["m0"] = newConfig(c, assignor)
 				g.start(t, "m0")
 			}
 			// Stopped static instances come back, as they do under a
