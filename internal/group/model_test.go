@@ -39,15 +39,22 @@ type modelGroup struct {
 	mu      sync.Mutex
 	running map[string]*running
 	cutTill map[string]time.Time // name -> heartbeats cut until
+	slow    map[string]slowness  // name -> heartbeats answered late until
 	serial  int
 }
 
 const modelPartitions = 6
 
+// slowness holds a member's heartbeats back by delay until a time.
+type slowness struct {
+	until time.Time
+	delay time.Duration
+}
+
 // TestModelNoPartitionOwnedTwice drives a group of our members through
 // random joins, leaves, restarts (static and dynamic), lost heartbeats
 // (short: nothing happens or the member declares its partitions lost; long:
-// the coordinator expires the session) and pauses. Throughout, as seen
+// the coordinator expires the session), late heartbeat answers and pauses. Throughout, as seen
 // through the events, no partition is owned by two members at once; once
 // the faults stop, every partition is owned again.
 func TestModelNoPartitionOwnedTwice(t *testing.T) {
@@ -69,7 +76,7 @@ func testModel(t *testing.T, protocol string) {
 				assignor = rapid.SampledFrom([]string{CooperativeSticky, Range, RoundRobin}).Draw(rt, "assignor")
 			}
 			c := new848Cluster(t)
-			g := &modelGroup{c: c, l: newLedger(), cfgs: map[string]Config{}, running: map[string]*running{}, cutTill: map[string]time.Time{}}
+			g := &modelGroup{c: c, l: newLedger(), cfgs: map[string]Config{}, running: map[string]*running{}, cutTill: map[string]time.Time{}, slow: map[string]slowness{}}
 			c.CreateTopic(t, "t", modelPartitions)
 			c.Intercept(t, kmsg.Heartbeat, g.intercept)
 			c.Intercept(t, kmsg.ConsumerGroupHeartbeat, g.intercept)
@@ -117,6 +124,14 @@ func testModel(t *testing.T, protocol string) {
 						time.Sleep(d)
 					}
 				},
+				"late heartbeats": func(rt *rapid.T) {
+					r := g.pick(rt)
+					d := time.Duration(rapid.IntRange(100, 2000).Draw(rt, "window ms")) * time.Millisecond
+					delay := time.Duration(rapid.IntRange(20, 1500).Draw(rt, "delay ms")) * time.Millisecond
+					g.mu.Lock()
+					g.slow[baseName(r.name)] = slowness{until: time.Now().Add(d), delay: delay}
+					g.mu.Unlock()
+				},
 				"pause": func(rt *rapid.T) {
 					time.Sleep(time.Duration(rapid.IntRange(0, 800).Draw(rt, "ms")) * time.Millisecond)
 				},
@@ -130,6 +145,7 @@ func testModel(t *testing.T, protocol string) {
 			// every partition is owned again.
 			g.mu.Lock()
 			clear(g.cutTill)
+			clear(g.slow)
 			g.mu.Unlock()
 			if len(g.all()) == 0 {
 				g.cfgs["m0"] = newConfig(c, assignor)
@@ -192,8 +208,14 @@ func (g *modelGroup) intercept(_ int32, req kmsg.Request) kafkatest.Action {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for name, r := range g.running {
-		if r.m.snap.Load().memberID == member && time.Now().Before(g.cutTill[name]) {
+		if r.m.snap.Load().memberID != member {
+			continue
+		}
+		if time.Now().Before(g.cutTill[name]) {
 			return kafkatest.Action{Cut: true}
+		}
+		if sl := g.slow[name]; time.Now().Before(sl.until) {
+			return kafkatest.Action{Delay: sl.delay}
 		}
 	}
 	return kafkatest.Action{}
