@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 )
 
@@ -23,8 +24,14 @@ var (
 	ErrFencedInstance = errors.New("another member uses this group instance id")
 )
 
-// DialFunc opens a connection to a broker (host:port). TLS and SASL, if
-// the cluster needs them, are the dial function's job.
+// Group protocols (Config.Protocol).
+const (
+	ProtocolClassic  = "classic"
+	ProtocolConsumer = "consumer"
+)
+
+// DialFunc opens a connection to a broker (host:port); TLS, if the
+// cluster needs it, is its job (SASL is Config.SASL).
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Config configures a Member. Zero durations take the defaults noted.
@@ -50,10 +57,21 @@ type Config struct {
 	// (CooperativeSticky, Range, RoundRobin); the group uses the first
 	// every member supports. Default: CooperativeSticky alone.
 	Assignors []string
+	// Protocol is the group protocol: ProtocolClassic (the default:
+	// JoinGroup, SyncGroup, Heartbeat, client-side assignors) or
+	// ProtocolConsumer (KIP-848, Kafka 4.0+: ConsumerGroupHeartbeat,
+	// assignment computed by the coordinator, always incremental).
+	Protocol string
+	// RemoteAssignor is the coordinator-side assignor the consumer
+	// protocol asks for ("uniform" or "range"); empty: the broker's
+	// default. Ignored by the classic protocol.
+	RemoteAssignor string
 	// Rack is sent in the subscription (v3) for rack-aware assignors.
 	Rack string
 	// SessionTimeout: the coordinator removes a member it has not heard
-	// from for this long. Default 45s.
+	// from for this long. Default 45s. With the consumer protocol the
+	// broker sets it (group.consumer.session.timeout.ms); set this to the
+	// same value, as the member declares its partitions lost by it.
 	SessionTimeout time.Duration
 	// RebalanceTimeout: how long the coordinator waits for every member
 	// to rejoin in a rebalance; it bounds how long a Revoke may take to
@@ -62,13 +80,22 @@ type Config struct {
 	// HeartbeatInterval: how often the member heartbeats. Default 3s;
 	// it must be below SessionTimeout.
 	HeartbeatInterval time.Duration
+	// MetadataInterval: how often the group's leader checks the
+	// subscribed topics' partition counts, starting a rebalance when one
+	// changed (classic protocol; the consumer protocol's coordinator does
+	// it itself). Default 30s.
+	MetadataInterval time.Duration
 	// RetryBackoff: the pause before retrying a failed join. Default
 	// 250ms.
 	RetryBackoff time.Duration
 	// ClientID is sent with every request. Default "fencepost".
 	ClientID string
 	// Dial connects to brokers. Default: plain TCP with a 10s timeout.
+	// TLS is the dial function's job (tls.Dialer).
 	Dial DialFunc
+	// SASL, if set, authenticates every connection (PLAIN, SCRAM: the
+	// franz-go mechanisms the rest of the processor uses).
+	SASL sasl.Mechanism
 	// Logger receives the member's logs. Default: none.
 	Logger *zap.Logger
 }
@@ -82,6 +109,18 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if len(c.Topics) == 0 {
 		return c, fmt.Errorf("%w: Topics is empty (set consumer.topics)", ErrConfig)
+	}
+	switch c.Protocol {
+	case "":
+		c.Protocol = ProtocolClassic
+	case ProtocolClassic, ProtocolConsumer:
+	default:
+		return c, fmt.Errorf("%w: Protocol %q (use %q or %q)", ErrConfig, c.Protocol, ProtocolClassic, ProtocolConsumer)
+	}
+	switch c.RemoteAssignor {
+	case "", "uniform", "range":
+	default:
+		return c, fmt.Errorf("%w: RemoteAssignor %q (use uniform or range)", ErrConfig, c.RemoteAssignor)
 	}
 	if len(c.Assignors) == 0 {
 		c.Assignors = []string{CooperativeSticky}
@@ -102,6 +141,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, fmt.Errorf("%w: HeartbeatInterval %v must be below SessionTimeout %v", ErrConfig, c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.MetadataInterval <= 0 {
+		c.MetadataInterval = 30 * time.Second
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = 250 * time.Millisecond

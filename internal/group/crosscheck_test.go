@@ -37,6 +37,7 @@ func startKgo(t *testing.T, l *ledger, name string, c *kafkatest.Cluster, group 
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			l.record(name, Revoke{Partitions: tps(m)})
+			l.done(name, tps(m)) // kgo waits for this callback before it rejoins
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			l.record(name, Lost{Partitions: tps(m)})

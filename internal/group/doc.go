@@ -41,7 +41,20 @@
 // does not leave the group (its partitions wait a session timeout for it)
 // unless [Config.LeaveOnClose] is set.
 //
-// Not here yet: the consumer group protocol of KIP-848
-// (ConsumerGroupHeartbeat), and watching subscribed topics for added
-// partitions (a rebalance for another reason picks them up).
+// The consumer group protocol (KIP-848, Kafka 4.0+): set [Config.Protocol]
+// to [ProtocolConsumer]. One request, ConsumerGroupHeartbeat, joins,
+// heartbeats and carries the assignment the coordinator computes (with
+// [Config.RemoteAssignor], "uniform" or "range"); revocations are
+// incremental by design, and the member acknowledges a revoke (by no
+// longer listing the partitions it owns) only after Revoke.Done. A static
+// member leaves with epoch -2, so the coordinator keeps its assignment for
+// the session timeout. Commits use OffsetCommit v9 with the member epoch.
+// The same events and Commit serve both protocols.
+//
+// On the classic protocol the leader checks the subscribed topics'
+// partition counts every Config.MetadataInterval and starts a rebalance
+// when one changed, so added partitions are consumed without a restart.
+//
+// The member dials its own connections (Config.Dial, which provides TLS)
+// and authenticates them with Config.SASL.
 package group

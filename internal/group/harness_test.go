@@ -64,20 +64,39 @@ func (l *ledger) record(name string, ev Event) {
 			l.owner[p.TopicPartition] = name
 		}
 	case Revoke:
-		l.release(name, ev.Partitions)
+		// still owned until the owner is done with them
+		for _, p := range ev.Partitions {
+			if o := l.owner[p]; o != name {
+				l.errs = append(l.errs, fmt.Errorf("%s asked to revoke %s owned by %q", name, p, o))
+			}
+		}
 	case Lost:
+		// A revoke the owner finished as the session ended may be
+		// reported lost too: only what name still owns is released.
 		l.release(name, ev.Partitions)
 	}
+	l.notify()
+}
+
+// done records that name's owner finished revoking ps (drained,
+// committed); it must be called before Revoke.Done.
+func (l *ledger) done(name string, ps []offsetstore.TopicPartition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.release(name, ps)
+	l.notify()
+}
+
+func (l *ledger) notify() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
 
 func (l *ledger) release(name string, ps []offsetstore.TopicPartition) {
 	for _, p := range ps {
-		if o := l.owner[p]; o != name {
-			l.errs = append(l.errs, fmt.Errorf("%s released %s owned by %q", name, p, o))
+		if l.owner[p] == name {
+			delete(l.owner, p)
 		}
-		delete(l.owner, p)
 	}
 }
 
@@ -109,8 +128,14 @@ func (l *ledger) eventsOf(name string) []Event {
 	return slices.Clone(l.events[name])
 }
 
+// fataler is what waitFor needs of a *testing.T or a *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // waitFor waits until cond holds on the owners, or fails the test.
-func (l *ledger) waitFor(t testing.TB, d time.Duration, what string, cond func(map[string][]offsetstore.TopicPartition) bool) {
+func (l *ledger) waitFor(t fataler, d time.Duration, what string, cond func(map[string][]offsetstore.TopicPartition) bool) {
 	t.Helper()
 	deadline := time.After(d)
 	for {
@@ -181,6 +206,7 @@ func startMember(t testing.TB, l *ledger, name string, cfg Config, o memberOpts)
 						r.mu.Unlock()
 					}
 				}
+				l.done(name, ev.Partitions)
 				ev.Done()
 			case Assigned:
 				if o.onAssigned != nil {

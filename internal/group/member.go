@@ -137,9 +137,16 @@ func (m *Member) Run(ctx context.Context) error {
 		return errors.New("group: Run called twice on one Member")
 	}
 	defer close(m.events)
-	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}}
-	err := s.loop(ctx)
-	s.shutdown(ctx)
+	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}, hbInterval: m.cfg.HeartbeatInterval}
+	var err error
+	if m.cfg.Protocol == ProtocolConsumer {
+		s.consumer = true
+		err = s.loop848(ctx)
+		s.shutdown848(ctx)
+	} else {
+		err = s.loop(ctx)
+		s.shutdown(ctx)
+	}
 	s.coord.close()
 	c := <-m.commit // wait for a Commit in flight
 	c.close()
@@ -160,6 +167,16 @@ type runState struct {
 	queue    []Event
 	revoking *pendingRevoke // a Revoke the owner has not finished
 	rejoin   bool           // the coordinator started a rebalance, or we revoked
+
+	consumer   bool          // the consumer group protocol (KIP-848)
+	hbInterval time.Duration // the heartbeat interval in use
+	member848  member848     // the consumer protocol's state
+
+	// leaderTopics are the partition counts the last assignment this
+	// member computed as leader used (nil: not the leader); metaAt is
+	// when they were last checked.
+	leaderTopics map[string]int32
+	metaAt       time.Time
 
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent
@@ -229,6 +246,15 @@ func (s *runState) publish() {
 // generation and member id, so the next join starts afresh.
 func (s *runState) lose(err error) {
 	s.log.Info("consumer group membership lost; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
+	if r := s.revoking; r != nil {
+		select {
+		case <-r.done.ch: // the owner finished this revoke: not lost
+			for k := range r.set {
+				delete(s.owned, k)
+			}
+		default:
+		}
+	}
 	if len(s.owned) > 0 {
 		s.queue = append(s.queue, Lost{Partitions: toTPs(s.owned), Err: err})
 	}
@@ -256,7 +282,7 @@ func (s *runState) connect(ctx context.Context) error {
 		return nil
 	}
 	s.dropConn()
-	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
+	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.SASL, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
 	if err != nil {
 		return err
 	}
@@ -287,6 +313,7 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 		return fatalError{fmt.Errorf("the group chose assignor %q, which this member did not offer: %w", jr.ProtocolName, err)}
 	}
 	var plan []syncgroup.RequestAssignment
+	s.leaderTopics = nil
 	if jr.LeaderID == jr.MemberID {
 		plan, err = s.lead(ctx, proto, jr.Members)
 		if err != nil {
@@ -442,9 +469,31 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 			topicSet[t] = true
 		}
 	}
+	topics, err := s.partitionCounts(ctx, sortedKeys(topicSet))
+	if err != nil {
+		return nil, err
+	}
+	s.leaderTopics, s.metaAt = topics, time.Now()
+	plan := a.assign(metas, topics)
+	if a.cooperative() {
+		adjustCooperative(plan, metas)
+	}
+	out := make([]syncgroup.RequestAssignment, 0, len(metas))
+	for _, mm := range metas {
+		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
+	}
+	return out, nil
+}
+
+// partitionCounts returns the partition count of each existing topic of
+// names.
+func (s *runState) partitionCounts(ctx context.Context, names []string) (map[string]int32, error) {
 	mctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
 	defer cancel()
-	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: sortedKeys(topicSet)})
+	if err := s.connect(mctx); err != nil {
+		return nil, err
+	}
+	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: names})
 	if err != nil {
 		s.dropConn()
 		return nil, err
@@ -457,15 +506,22 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 			s.log.Warn("a subscribed topic is not assignable", zap.String("topic", t.Name), zap.Error(kafka.Error(t.ErrorCode)))
 		}
 	}
-	plan := a.assign(metas, topics)
-	if a.cooperative() {
-		adjustCooperative(plan, metas)
+	return topics, nil
+}
+
+// checkPartitions, on the leader, rejoins (which starts a rebalance) when
+// a subscribed topic's partition count changed since its last assignment.
+func (s *runState) checkPartitions(ctx context.Context) {
+	s.metaAt = time.Now()
+	now, err := s.partitionCounts(ctx, sortedKeys(s.leaderTopics))
+	if err != nil {
+		s.log.Debug("checking partition counts failed", zap.String("group", s.cfg.Group), zap.Error(err))
+		return
 	}
-	out := make([]syncgroup.RequestAssignment, 0, len(metas))
-	for _, mm := range metas {
-		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
+	if !maps.Equal(now, s.leaderTopics) {
+		s.log.Info("subscribed topics changed partitions; rebalancing", zap.String("group", s.cfg.Group))
+		s.rejoin = true
 	}
-	return out, nil
 }
 
 // fetchCommitted reads the committed offsets of the partitions.
@@ -594,14 +650,23 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		if len(s.queue) > 0 {
 			out, next = s.m.events, s.queue[0]
 		}
-		var hb <-chan time.Time
-		var hbTimer *time.Timer
+		var hb, lost <-chan time.Time
+		var hbTimer, lostTimer *time.Timer
 		if s.gen >= 0 {
-			if time.Since(s.lastAlive) >= s.aliveFor() {
-				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout)", errLost, s.aliveFor())
+			left := time.Until(s.lastAlive.Add(s.aliveFor()))
+			if left <= 0 {
+				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout, less a margin)", errLost, s.aliveFor())
 			}
-			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.cfg.HeartbeatInterval)))
+			lostTimer = time.NewTimer(left)
+			lost = lostTimer.C
+			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.hbInterval)))
 			hb = hbTimer.C
+		}
+		var meta <-chan time.Time
+		var metaTimer *time.Timer
+		if w.onRejoin && !s.consumer && s.leaderTopics != nil {
+			metaTimer = time.NewTimer(time.Until(s.metaAt.Add(s.cfg.MetadataInterval)))
+			meta = metaTimer.C
 		}
 		var err error
 		stop := false
@@ -615,10 +680,21 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		case out <- next:
 			s.queue = s.queue[1:]
 		case <-hb:
-			err = s.heartbeat(ctx)
+			if s.consumer {
+				err = s.heartbeat848(ctx)
+			} else {
+				err = s.heartbeat(ctx)
+			}
+		case <-lost: // checked at the top of the loop
+		case <-meta:
+			s.checkPartitions(ctx)
+		}
+		if metaTimer != nil {
+			metaTimer.Stop()
 		}
 		if hbTimer != nil {
 			hbTimer.Stop()
+			lostTimer.Stop()
 		}
 		if stop || err != nil {
 			return err
@@ -630,7 +706,12 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 // member may still be sure it is in the generation: the coordinator
 // removes it a session timeout after that, or a rebalance timeout after a
 // rebalance it did not hear of began (which was after that renewal).
-func (s *runState) aliveFor() time.Duration { return min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout) }
+// A margin (a tenth, at most two heartbeat intervals) absorbs timer and
+// scheduling delays.
+func (s *runState) aliveFor() time.Duration {
+	d := min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout)
+	return d - min(d/10, 2*s.hbInterval)
+}
 
 // heartbeat sends one heartbeat, bounded by the session's end.
 func (s *runState) heartbeat(ctx context.Context) error {
@@ -746,6 +827,9 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 			PartitionIndex: o.Partition, CommittedOffset: o.Offset, CommittedLeaderEpoch: o.LeaderEpoch, CommittedMetadata: o.Metadata,
 		})
 	}
+	if m.cfg.Protocol == ProtocolConsumer {
+		return m.commit848(ctx, snap, offs)
+	}
 	req := &offsetcommit.Request{GroupID: m.cfg.Group, GenerationID: snap.gen, MemberID: snap.memberID, GroupInstanceID: m.cfg.InstanceID}
 	for _, t := range sortedKeys(byTopic) {
 		req.Topics = append(req.Topics, offsetcommit.RequestTopic{Name: t, Partitions: byTopic[t]})
@@ -765,7 +849,7 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 		if c == nil || c.err != nil {
 			c.close()
 			var err error
-			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
+			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
 			if err != nil {
 				lastErr = err
 				c = nil

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/apiversions"
 	"github.com/segmentio/kafka-go/protocol/findcoordinator"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
@@ -50,7 +51,7 @@ type conn struct {
 }
 
 // dial connects to addr and asks the broker which versions it speaks.
-func dial(ctx context.Context, d DialFunc, addr, clientID string) (*conn, error) {
+func dial(ctx context.Context, d DialFunc, mech sasl.Mechanism, addr, clientID string) (*conn, error) {
 	nc, err := d(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial broker %s: %w", addr, err)
@@ -70,7 +71,55 @@ func dial(ctx context.Context, d DialFunc, addr, clientID string) (*conn, error)
 	for _, k := range r.ApiKeys {
 		c.versions[protocol.ApiKey(k.ApiKey)] = k.MaxVersion
 	}
+	if mech != nil {
+		if err := c.authenticate(ctx, mech); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// authenticate runs SASL: SaslHandshake, then SaslAuthenticate until the
+// mechanism is done. Credentials never appear in errors.
+func (c *conn) authenticate(ctx context.Context, m sasl.Mechanism) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = m.Name()
+	hsResp := kmsg.NewPtrSASLHandshakeResponse()
+	if err := c.roundTripKmsg(ctx, 1, hs, hsResp); err != nil {
+		return fmt.Errorf("SASL handshake with %s: %w", c.addr, err)
+	}
+	if hsResp.ErrorCode != 0 {
+		return fmt.Errorf("SASL handshake with %s: %w (the broker enables %v)", c.addr, kafka.Error(hsResp.ErrorCode), hsResp.SupportedMechanisms)
+	}
+	host, _, _ := net.SplitHostPort(c.addr)
+	session, msg, err := m.Authenticate(ctx, host)
+	if err != nil {
+		return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+	}
+	for {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = msg
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		if err := c.roundTripKmsg(ctx, 0, req, resp); err != nil {
+			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+		}
+		if resp.ErrorCode != 0 {
+			detail := ""
+			if resp.ErrorMessage != nil {
+				detail = ": " + *resp.ErrorMessage
+			}
+			return fmt.Errorf("SASL %s with %s: %w%s (check the user name and password)", m.Name(), c.addr, kafka.Error(resp.ErrorCode), detail)
+		}
+		done, next, err := session.Challenge(resp.SASLAuthBytes)
+		if err != nil {
+			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+		}
+		if done {
+			return nil
+		}
+		msg = next
+	}
 }
 
 func (c *conn) close() {
@@ -117,12 +166,17 @@ func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Messa
 // highest version both kmsg and the broker speak (at least minVersion),
 // and reads the answer into resp.
 func (c *conn) roundTripKmsg(ctx context.Context, minVersion int16, req kmsg.Request, resp kmsg.Response) error {
+	return c.roundTripKmsgUpTo(ctx, minVersion, req.MaxVersion(), req, resp)
+}
+
+// roundTripKmsgUpTo is roundTripKmsg sending at most maxVersion.
+func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int16, req kmsg.Request, resp kmsg.Response) error {
 	key := protocol.ApiKey(req.Key())
 	brokerMax, ok := c.versions[key]
 	if !ok {
 		return fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
 	}
-	v := min(brokerMax, req.MaxVersion())
+	v := min(brokerMax, maxVersion)
 	if v < minVersion {
 		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
 	}
@@ -211,10 +265,10 @@ func (c *conn) fail(err error) {
 
 // findCoordinator asks the bootstrap brokers, in turn, which broker
 // coordinates group and connects to it.
-func findCoordinator(ctx context.Context, d DialFunc, brokers []string, clientID, group string) (*conn, error) {
+func findCoordinator(ctx context.Context, d DialFunc, mech sasl.Mechanism, brokers []string, clientID, group string) (*conn, error) {
 	var errs []error
 	for _, b := range brokers {
-		c, err := dial(ctx, d, b, clientID)
+		c, err := dial(ctx, d, mech, b, clientID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -236,7 +290,7 @@ func findCoordinator(ctx context.Context, d DialFunc, brokers []string, clientID
 			return c, nil
 		}
 		c.close()
-		cc, err := dial(ctx, d, addr, clientID)
+		cc, err := dial(ctx, d, mech, addr, clientID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
