@@ -204,7 +204,23 @@ type ConsumerConfig struct {
 	// fencepost, kafka-go): the group then rebalances eagerly until every
 	// member offers cooperative-sticky.
 	Assignor string `yaml:"assignor"`
+	// GroupProtocol is the consumer-group protocol: classic (the
+	// default: JoinGroup and SyncGroup, the leader assigns with
+	// Assignor) or consumer (KIP-848, Kafka 4.0 or later: the group
+	// coordinator assigns with RemoteAssignor; every rebalance is
+	// incremental, and Assignor is not used).
+	GroupProtocol string `yaml:"group_protocol"`
+	// RemoteAssignor is the broker-side assignor of the consumer
+	// protocol: uniform or range; empty (the default) is the broker's
+	// (group.consumer.assignors, uniform on Kafka 4.x).
+	RemoteAssignor string `yaml:"remote_assignor"`
 }
+
+// The group protocols of ConsumerConfig.GroupProtocol.
+const (
+	GroupProtocolClassic  = "classic"
+	GroupProtocolConsumer = "consumer"
+)
 
 // The assignors of ConsumerConfig.Assignor.
 const (
@@ -284,6 +300,9 @@ func (c Config) withDefaults() Config {
 	def(&k.RebalanceTimeout, 30*time.Second)
 	if k.Assignor == "" {
 		k.Assignor = AssignorCooperativeSticky
+	}
+	if k.GroupProtocol == "" {
+		k.GroupProtocol = GroupProtocolClassic
 	}
 	d := &c.DeadLetter
 	if d.Policy == "" {
@@ -406,6 +425,18 @@ func (c Config) Validate() error {
 	case AssignorCooperativeSticky, AssignorRange, AssignorRoundRobin:
 	default:
 		bad("consumer.assignor", "%q is not %s, %s or %s", k.Assignor, AssignorCooperativeSticky, AssignorRange, AssignorRoundRobin)
+	}
+	switch k.GroupProtocol {
+	case GroupProtocolClassic:
+		if k.RemoteAssignor != "" {
+			bad("consumer.remote_assignor", "only the consumer group protocol uses it (set group_protocol: consumer, or remove it)")
+		}
+	case GroupProtocolConsumer:
+		if k.RemoteAssignor != "" && k.RemoteAssignor != "uniform" && k.RemoteAssignor != "range" {
+			bad("consumer.remote_assignor", "%q is not uniform or range", k.RemoteAssignor)
+		}
+	default:
+		bad("consumer.group_protocol", "%q is not %s or %s", k.GroupProtocol, GroupProtocolClassic, GroupProtocolConsumer)
 	}
 	if k.GroupInstanceID != "" {
 		if err := limits.GroupInstanceID(k.GroupInstanceID); err != nil {

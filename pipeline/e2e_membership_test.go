@@ -41,29 +41,30 @@ func (o *observed) assigned() (partitions, assignments int) {
 
 // TestRebalanceMovesOnlyWhatMoves: a second member joins a group whose
 // first member owns every partition of a topic being produced to. With
-// the cooperative-sticky assignor (the default) the first member gives up
-// only the partitions that move, and keeps the others running; with an
-// eager assignor (range) it gives up every one. Either way nothing is
-// lost or processed twice.
+// the cooperative-sticky assignor (the default) or the consumer protocol
+// (KIP-848) the first member gives up only the partitions that move, and
+// keeps the others running; with an eager assignor (range) it gives up
+// every one. Either way nothing is lost or processed twice.
 func TestRebalanceMovesOnlyWhatMoves(t *testing.T) {
 	rebalanceMovesOnlyWhatMoves(t, func(*testing.T) *kafkatest.Kafka { return kafkatest.New(t, 2).Kafka })
 }
 
 func rebalanceMovesOnlyWhatMoves(t *testing.T, cluster func(*testing.T) *kafkatest.Kafka) {
 	for _, tt := range []struct {
-		assignor      string
-		wantRevokeAll bool
+		name, assignor, protocol string
+		wantRevokeAll            bool
 	}{
-		{pipeline.AssignorCooperativeSticky, false},
-		{pipeline.AssignorRange, true},
+		{"cooperative-sticky", pipeline.AssignorCooperativeSticky, pipeline.GroupProtocolClassic, false},
+		{"range", pipeline.AssignorRange, pipeline.GroupProtocolClassic, true},
+		{"consumer-protocol", "", pipeline.GroupProtocolConsumer, false},
 	} {
-		t.Run(tt.assignor, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			const partitions, perPartition = 6, 200
 			c := cluster(t)
 			topic, group := c.Name("coop"), c.Name("g-coop")
 			c.CreateTopic(t, topic, partitions)
 			cfg := fastConfig(c, group, topic)
-			cfg.Consumer.Assignor = tt.assignor
+			cfg.Consumer.Assignor, cfg.Consumer.GroupProtocol = tt.assignor, tt.protocol
 			log := &processingLog{}
 			obsA, obsB := newObserved(), newObserved()
 			produced := make(chan error, 1)

@@ -172,7 +172,6 @@ type memberOpts struct {
 	revokeDelay  time.Duration
 	commitOnRev  bool
 	onAssigned   func(Assigned)
-	skipRecorder bool
 }
 
 func startMember(t testing.TB, l *ledger, name string, cfg Config, o memberOpts) *running {

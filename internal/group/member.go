@@ -710,6 +710,13 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 // scheduling delays.
 func (s *runState) aliveFor() time.Duration {
 	d := min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout)
+	if s.consumer {
+		// The consumer protocol's broker sets the heartbeat interval
+		// (group.consumer.heartbeat.interval.ms) and its own session
+		// timeout, which is at least a few intervals: a local bound
+		// shorter than that would declare a healthy member lost.
+		d = max(d, 3*s.hbInterval)
+	}
 	return d - min(d/10, 2*s.hbInterval)
 }
 
