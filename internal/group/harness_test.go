@@ -169,9 +169,9 @@ type running struct {
 }
 
 type memberOpts struct {
-	revokeDelay  time.Duration
-	commitOnRev  bool
-	onAssigned   func(Assigned)
+	revokeDelay time.Duration
+	commitOnRev bool
+	onAssigned  func(Assigned)
 }
 
 func startMember(t testing.TB, l *ledger, name string, cfg Config, o memberOpts) *running {
