@@ -307,6 +307,20 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if jr.GenerationID != s.gen && s.gen >= 0 {
+		// The group moved to a new generation: a commit of ours under
+		// the old one would be refused from now on. Refuse them here,
+		// and let one in flight finish before we sync, so that no
+		// commit of an older generation follows our SyncGroup (the
+		// owner commits again once it has the new generation).
+		s.m.snap.Store(&snapshot{gen: -1})
+		select {
+		case c := <-s.m.commit:
+			s.m.commit <- c
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 	s.rejoin = false
 	proto, err := assignorFor(jr.ProtocolName)
 	if err != nil {
