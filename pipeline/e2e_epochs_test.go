@@ -17,8 +17,8 @@ import (
 
 // TestReadCommittedLatest: a transaction writes offsets 0-2 and stays
 // open; the pipeline starts at latest with read_committed; the
-// transaction commits (marker at 3) and offset 4 is written: all four
-// records are delivered, as the Java consumer does. "latest" is the last
+// transaction commits and a record is written after it: all four records
+// are delivered, as the Java consumer does. "latest" is the last
 // stable offset under read_committed, not the high watermark.
 func TestReadCommittedLatest(t *testing.T) { readCommittedLatest(t, kafkatest.New(t, 1).Kafka) }
 
@@ -57,10 +57,13 @@ func readCommittedLatest(t *testing.T, c *kafkatest.Kafka) {
 	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	c.Produce(t, topic, 0, 1, values("after")) // offset 4
-	waitFor(t, 30*time.Second, "offset 4 to be processed", func() bool { return slices.Contains(rec.offsets(tp), 4) })
-	if got := rec.offsets(tp); !slices.Equal(got, []int64{0, 1, 2, 4}) {
-		t.Fatalf("processed %v, want [0 1 2 4]: the committed transaction's records and the one after it", got)
+	// EndTransaction returns once the commit is decided; the brokers
+	// write the marker after that, so the next record is at 4 (after
+	// the marker at 3) or, on a busy Apache Kafka, at 3 (marker at 4).
+	c.Produce(t, topic, 0, 1, values("after"))
+	waitFor(t, 30*time.Second, "the four records to be processed", func() bool { return len(rec.offsets(tp)) >= 4 })
+	if got := rec.offsets(tp); len(got) != 4 || !slices.Equal(got[:3], []int64{0, 1, 2}) || (got[3] != 3 && got[3] != 4) {
+		t.Fatalf("processed %v, want [0 1 2] and the record after them (3 or 4): the committed transaction's records and the one after it", got)
 	}
 	if err := r.shutdown(t); err != nil {
 		t.Fatalf("Run: %v", err)
