@@ -32,7 +32,9 @@
 //
 // -membership chooses how the instances are in the group: eager (assignor
 // range), cooperative (cooperative-sticky, the default), static
-// (cooperative-sticky and a group_instance_id per instance slot), or
+// (cooperative-sticky and a group_instance_id per instance slot),
+// consumer (Kafka 4's consumer protocol, KIP-848; give -session-timeout
+// the brokers' group.consumer.session.timeout.ms, 45s by default), or
 // franz (not the processor: a franz-go consumer with cooperative-sticky,
 // copying at-least-once with marked commits, for comparison).
 //
@@ -75,6 +77,7 @@ const (
 	eager       = "eager"
 	cooperative = "cooperative"
 	static      = "static"
+	consumer    = "consumer"
 	franz       = "franz"
 )
 
@@ -103,7 +106,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.processor, "processor", "", "processor binary `PATH` (default: go build ./cmd/processor into the temp dir)")
 	fs.StringVar(&o.mode, "mode", "kill", "kill (SIGKILL an instance every interval) or rolling (restart each instance in turn with SIGTERM)")
 	fs.StringVar(&o.kafka, "kafka", "embedded", "the broker: embedded (processor broker), or Apache Kafka with 1node or 3node (needs Java and Maven)")
-	fs.StringVar(&o.membership, "membership", cooperative, "eager, cooperative, static, or franz (a franz-go consumer instead of the processor)")
+	fs.StringVar(&o.membership, "membership", cooperative, "eager, cooperative, static, consumer (KIP-848), or franz (a franz-go consumer instead of the processor)")
 	fs.IntVar(&o.instances, "instances", 2, "instances in the group")
 	fs.IntVar(&o.rate, "rate", 2000, "records per second produced to \"in\"")
 	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other")
@@ -132,8 +135,8 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-mode %q: want kill or rolling", o.mode)
 	case o.kafka != "embedded" && o.kafka != "1node" && o.kafka != "3node":
 		return o, fmt.Errorf("-kafka %q: want embedded, 1node or 3node", o.kafka)
-	case !slices.Contains([]string{eager, cooperative, static, franz}, o.membership):
-		return o, fmt.Errorf("-membership %q: want eager, cooperative, static or franz", o.membership)
+	case !slices.Contains([]string{eager, cooperative, static, consumer, franz}, o.membership):
+		return o, fmt.Errorf("-membership %q: want eager, cooperative, static, consumer or franz", o.membership)
 	case o.instances < 1 || o.instances > 16:
 		return o, errors.New("-instances must be between 1 and 16")
 	}
@@ -606,6 +609,8 @@ consumer:
 		fmt.Fprintf(&b, "  assignor: range\n")
 	case static:
 		fmt.Fprintf(&b, "  group_instance_id: killloop-%c\n", 'a'+slot)
+	case consumer:
+		fmt.Fprintf(&b, "  group_protocol: consumer\n")
 	}
 	fmt.Fprintf(&b, `pipeline:
   - stage: produce
