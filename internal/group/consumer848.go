@@ -366,64 +366,17 @@ func (m *Member) commit848(ctx context.Context, snap *snapshot, offs []Offset) e
 		rt.Topic, rt.Partitions = t, byTopic[t]
 		req.Topics = append(req.Topics, rt)
 	}
-	var c *conn
-	select {
-	case c = <-m.commit:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	defer func() { m.commit <- c }()
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		if cur := m.snap.Load(); cur.gen != snap.gen || cur.memberID != snap.memberID {
-			return fmt.Errorf("commit to group %q: member epoch %d ended: %w", m.cfg.Group, snap.gen, offsets.ErrGenerationEnded)
-		}
-		if c == nil || c.err != nil {
-			c.close()
-			var err error
-			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
-			if err != nil {
-				lastErr, c = err, nil
-				continue
-			}
-		}
+	return m.commitWith(ctx, snap, "member epoch", func(ctx context.Context, c *conn) ([]partitionCode, error) {
 		resp := kmsg.NewPtrOffsetCommitResponse()
 		if err := c.roundTripKmsgUpTo(ctx, minCommit848, maxCommit848, req, resp); err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
-			lastErr = err
-			continue
+			return nil, err
 		}
-		retry := false
-		var errs []error
+		var codes []partitionCode
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if p.ErrorCode == 0 {
-					continue
-				}
-				e := kerr.ErrorForCode(p.ErrorCode)
-				switch {
-				case errors.Is(e, kerr.StaleMemberEpoch), errors.Is(e, kerr.FencedMemberEpoch), errors.Is(e, kerr.UnknownMemberID),
-					errors.Is(e, kerr.IllegalGeneration), errors.Is(e, kerr.RebalanceInProgress), errors.Is(e, kerr.FencedInstanceID):
-					return fmt.Errorf("commit to group %q, member epoch %d, %s/%d: %w: %w",
-						m.cfg.Group, snap.gen, t.Topic, p.Partition, e, offsets.ErrGenerationEnded)
-				case isCoordinatorError(p.ErrorCode):
-					retry = true
-				default:
-					errs = append(errs, fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, e))
-				}
+				codes = append(codes, partitionCode{t.Topic, p.Partition, p.ErrorCode})
 			}
 		}
-		if len(errs) > 0 {
-			return fmt.Errorf("commit to group %q: %w", m.cfg.Group, errors.Join(errs...))
-		}
-		if !retry {
-			return nil
-		}
-		c.close()
-		c = nil
-		lastErr = fmt.Errorf("commit to group %q: the coordinator moved", m.cfg.Group)
-	}
-	return lastErr
+		return codes, nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/offsetcommit"
 	"github.com/segmentio/kafka-go/protocol/offsetfetch"
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.uber.org/zap"
 
@@ -855,6 +856,35 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 	for _, t := range sortedKeys(byTopic) {
 		req.Topics = append(req.Topics, offsetcommit.RequestTopic{Name: t, Partitions: byTopic[t]})
 	}
+	return m.commitWith(ctx, snap, "generation", func(ctx context.Context, c *conn) ([]partitionCode, error) {
+		resp, err := c.roundTrip(ctx, minOffsetCommit, req)
+		if err != nil {
+			return nil, err
+		}
+		var codes []partitionCode
+		for _, t := range resp.(*offsetcommit.Response).Topics {
+			for _, p := range t.Partitions {
+				codes = append(codes, partitionCode{t.Name, p.PartitionIndex, p.ErrorCode})
+			}
+		}
+		return codes, nil
+	})
+}
+
+// partitionCode is one partition's error code in a commit's answer.
+type partitionCode struct {
+	topic     string
+	partition int32
+	code      int16
+}
+
+// commitWith sends a commit (send makes one attempt on the coordinator's
+// connection and returns the partitions' codes) with the commit
+// connection held, up to three times while the coordinator moves. It
+// fails with an error wrapping offsets.ErrGenerationEnded when the
+// generation (the consumer protocol: the member epoch, named by epochName)
+// of snap ended or the coordinator fenced the commit.
+func (m *Member) commitWith(ctx context.Context, snap *snapshot, epochName string, send func(context.Context, *conn) ([]partitionCode, error)) error {
 	var c *conn
 	select {
 	case c = <-m.commit:
@@ -865,19 +895,18 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		if cur := m.snap.Load(); cur.gen != snap.gen || cur.memberID != snap.memberID {
-			return fmt.Errorf("commit to group %q: generation %d ended: %w", m.cfg.Group, snap.gen, offsets.ErrGenerationEnded)
+			return fmt.Errorf("commit to group %q: %s %d ended: %w", m.cfg.Group, epochName, snap.gen, offsets.ErrGenerationEnded)
 		}
 		if c == nil || c.err != nil {
 			c.close()
 			var err error
 			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
 			if err != nil {
-				lastErr = err
-				c = nil
+				lastErr, c = err, nil
 				continue
 			}
 		}
-		resp, err := c.roundTrip(ctx, minOffsetCommit, req)
+		codes, err := send(ctx, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return err
@@ -887,22 +916,20 @@ func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 		}
 		retry := false
 		var errs []error
-		for _, t := range resp.(*offsetcommit.Response).Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode == 0 {
-					continue
-				}
-				kerr := kafka.Error(p.ErrorCode)
-				switch {
-				case kerr == kafka.IllegalGeneration || kerr == kafka.UnknownMemberId ||
-					kerr == kafka.RebalanceInProgress || kerr == kafka.FencedInstanceID:
-					return fmt.Errorf("commit to group %q, generation %d, %s/%d: %w: %w",
-						m.cfg.Group, snap.gen, t.Name, p.PartitionIndex, kerr, offsets.ErrGenerationEnded)
-				case isCoordinatorError(p.ErrorCode):
-					retry = true
-				default:
-					errs = append(errs, fmt.Errorf("%s/%d: %w", t.Name, p.PartitionIndex, kerr))
-				}
+		for _, p := range codes {
+			if p.code == 0 {
+				continue
+			}
+			e := kerr.ErrorForCode(p.code)
+			switch {
+			case errors.Is(e, kerr.StaleMemberEpoch), errors.Is(e, kerr.FencedMemberEpoch), errors.Is(e, kerr.UnknownMemberID),
+				errors.Is(e, kerr.IllegalGeneration), errors.Is(e, kerr.RebalanceInProgress), errors.Is(e, kerr.FencedInstanceID):
+				return fmt.Errorf("commit to group %q, %s %d, %s/%d: %w: %w",
+					m.cfg.Group, epochName, snap.gen, p.topic, p.partition, e, offsets.ErrGenerationEnded)
+			case isCoordinatorError(p.code):
+				retry = true
+			default:
+				errs = append(errs, fmt.Errorf("%s/%d: %w", p.topic, p.partition, e))
 			}
 		}
 		if len(errs) > 0 {
