@@ -551,10 +551,12 @@ func (m *measurement) count(t *tally, res *result) {
 
 // stallAfter is the gap between two records processed of one input
 // partition from which it counts as not processing: ten times the mean
-// gap at the rate produced, at least 250ms.
+// gap at the rate produced, at least a second. Below a second, gaps are
+// the fetchers' and the reader's own cadence (long polls, batching),
+// present in a group nobody restarts.
 func stallAfter(o options) time.Duration {
 	mean := time.Duration(float64(time.Second) * float64(o.partitions) / float64(o.rate))
-	return max(10*mean, 250*time.Millisecond)
+	return max(10*mean, time.Second)
 }
 
 // buildProcessor builds ./cmd/processor of the module in the working
