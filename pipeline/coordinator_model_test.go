@@ -50,7 +50,11 @@ var modelSteps atomic.Int64
 //	      offsets, a reset (log_truncation) must be reported before
 //	      anything from the new log is handed out;
 //	(viii) a commit's leader epoch, when it has one, is the epoch of the
-//	      record just below the committed offset as it was handed out.
+//	      record just below the committed offset as it was processed:
+//	      the epoch that record had when it was handed out, of the
+//	      newest processing of that offset (a seek back hands an offset
+//	      out again, maybe as another record after an unclean election;
+//	      until that one is processed the commit speaks for the old one).
 //
 // Records have sizes (from one byte to twice the budget), and fetch
 // answers follow Kafka's limits: a partition returns at most
@@ -161,6 +165,7 @@ func (lb *logBounds) endOffsetFor(e int32) (int32, int64) {
 type batchOut struct {
 	b      *fetch.Batch
 	fenced bool
+	epochs []int32 // the leader epoch of each record when it was handed out
 }
 
 type model struct {
@@ -182,6 +187,11 @@ type model struct {
 	// record before a committed offset that carries its epoch), until a
 	// reset of the partition is reported: invariant (vii)
 	handed map[offsetstore.TopicPartition]map[int64]int32
+	// done is, per partition, the leader epoch (as handed out) of the
+	// newest processing of every offset marked processed in this
+	// generation, until a data-loss reset restarts the partition's
+	// offsets: invariant (viii)
+	done map[offsetstore.TopicPartition]map[int64]int32
 
 	// per partition, reset each generation
 	expectNext map[offsetstore.TopicPartition]int64 // next batch start, -1 unknown
@@ -254,8 +264,10 @@ func (m *model) resetGenerationModel() {
 	m.lastC = map[offsetstore.TopicPartition]int64{}
 	m.committed = map[offsetstore.TopicPartition]int64{}
 	m.handed = map[offsetstore.TopicPartition]map[int64]int32{}
+	m.done = map[offsetstore.TopicPartition]map[int64]int32{}
 	for _, tp := range modelTPs {
 		m.handed[tp] = map[int64]int32{}
+		m.done[tp] = map[int64]int32{}
 		m.expectNext[tp] = -1
 		m.covered[tp] = map[int64]bool{}
 		m.base[tp] = -1
@@ -426,6 +438,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		if p := m.h.c.byTP(tp); p != nil && p.state == Fetching && p.pos.Offset() == sk.to {
 			for o := sk.from; o < sk.to; o++ {
 				m.covered[tp][o] = true
+				m.done[tp][o] = m.logs[tp].epochAt(o) // a marker: its epoch as the answer gave it
 			}
 			if m.expectNext[tp] == sk.from {
 				m.expectNext[tp] = sk.to
@@ -499,6 +512,30 @@ func (m *model) AnswerCommit(t *rapid.T) {
 	m.afterStep(t)
 }
 
+// staleMark reports whether the watermark must refuse o's mark: another
+// generation's batch, or one handed out before a data-loss restart
+// (white box, before the completion is sent).
+func (m *model) staleMark(o batchOut) bool {
+	p := m.h.c.byTP(o.b.Partition())
+	return p == nil || !m.h.c.active || o.b.Generation() != m.h.c.gen || o.b.Epoch() < p.wm.Floor()
+}
+
+// processed books o's records below end as processed, unless o was
+// fenced (dropped) or of another generation: covered for (iii), and
+// their leader epochs for (viii) unless the mark was stale.
+func (m *model) processed(o batchOut, stale bool, end int64) {
+	if o.fenced || o.b.Generation() != m.gen {
+		return
+	}
+	tp, sp := o.b.Partition(), o.b.Span()
+	for off := sp.Start; off < end; off++ {
+		m.covered[tp][off] = true
+		if !stale {
+			m.done[tp][off] = o.epochs[off-sp.Start]
+		}
+	}
+}
+
 // Complete finishes (or drops, if fenced) one batch processing holds, in
 // any order.
 func (m *model) Complete(t *rapid.T) {
@@ -519,16 +556,9 @@ func (m *model) Complete(t *rapid.T) {
 		sp.End = cp.FinishedBelow
 	}
 	before := m.snap()
-	stale := true // a mark the watermark must refuse: other generation, or before a data-loss restart
-	if p := m.h.c.byTP(o.b.Partition()); p != nil && m.h.c.active && o.b.Generation() == m.h.c.gen && o.b.Epoch() >= p.wm.Floor() {
-		stale = false
-	}
+	stale := m.staleMark(o)
 	m.h.send(&process.Report{Completions: []process.Completion{cp}})
-	if !o.fenced && o.b.Generation() == m.gen {
-		for off := sp.Start; off < sp.End; off++ {
-			m.covered[o.b.Partition()][off] = true
-		}
-	}
+	m.processed(o, stale, sp.End)
 	if stale && cp.Err == nil {
 		tp := o.b.Partition()
 		m.requireUnchanged(t, "stale completion", before, []offsetstore.TopicPartition{tp})
@@ -699,6 +729,7 @@ func (m *model) afterStep(t *rapid.T) {
 				m.base[r.Partition] = r.To
 				m.covered[r.Partition] = map[int64]bool{}
 				m.committed[r.Partition] = -1
+				m.done[r.Partition] = map[int64]int32{} // (viii): the old offsets name other records now
 			} else if r.From >= 0 {
 				from := r.From
 				if r.Reason == offsetstore.ReasonSeek && m.lastC[r.Partition] >= 0 {
@@ -743,8 +774,12 @@ func (m *model) afterStep(t *rapid.T) {
 				t.Fatalf("batch %v has %d records", sp, len(b.Records()))
 			}
 			m.expectNext[tp] = sp.End
-			m.out = append(m.out, batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]})
 			lb := m.logs[tp]
+			o := batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]}
+			for off := sp.Start; off < sp.End; off++ {
+				o.epochs = append(o.epochs, lb.epochAt(off))
+			}
+			m.out = append(m.out, o)
 			if e, ok := m.handed[tp][sp.Start-1]; ok && lb.epochAt(sp.Start-1) != e {
 				t.Fatalf("(vii) %s: batch %v handed out after offset %d, read in leader epoch %d, which the log now holds in epoch %d "+
 					"(an unclean election truncated it), and no reset was reported; resets: %+v",
@@ -789,8 +824,8 @@ func (m *model) checkCommit(t *rapid.T, req commit.Job) {
 		if e.Offset > m.committed[e.Partition] {
 			m.committed[e.Partition] = e.Offset
 		}
-		if h, ok := m.handed[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
-			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
+		if h, ok := m.done[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
+			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was processed as read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
 		}
 	}
 }
@@ -977,19 +1012,20 @@ func (m *model) drainRound(t *rapid.T) bool {
 	moved := false
 	if len(m.out) > 0 {
 		var rep process.Report
-		for _, o := range m.out {
+		stale := make([]bool, len(m.out))
+		for i, o := range m.out {
 			cp := process.Completion{Batch: o.b, FinishedBelow: o.b.Span().End}
 			if o.fenced {
 				cp.FinishedBelow = o.b.Span().Start
-			} else if o.b.Generation() == m.gen {
-				for off := o.b.Span().Start; off < o.b.Span().End; off++ {
-					m.covered[o.b.Partition()][off] = true
-				}
 			}
+			stale[i] = m.staleMark(o)
 			rep.Completions = append(rep.Completions, cp)
 		}
-		m.out = nil
 		m.h.send(&rep)
+		for i, o := range m.out {
+			m.processed(o, stale[i], o.b.Span().End)
+		}
+		m.out = nil
 		m.afterStep(t)
 		moved = true
 	}
@@ -1022,8 +1058,12 @@ func (m *model) drainRound(t *rapid.T) bool {
 			lb, pos := m.logs[e.Partition], e.Position.Offset()
 			switch {
 			case m.leaders[e.Partition] != f.Broker():
+				// not progress, but work: the partition refreshes its
+				// leader and fetches again (the round is not quiet)
+				moved = true
 				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("NOT_LEADER_OR_FOLLOWER"), Next: pos, LogStart: -1, HighWatermark: -1}
 			case pos < lb.start || pos > lb.hw:
+				moved = true // a lookup follows
 				return outOfRange(lb.start, lb.hw)(e)
 			}
 			if pos < lb.hw {
