@@ -938,7 +938,7 @@ func (m *model) sizedRecords(e offsets.FetchEntry, to, logStart, hw int64) fetch
 // position delivered) or stopped with a reason.
 func (m *model) checkLiveness(t *rapid.T) {
 	m.h.send(&pauseEvent{tps: modelTPs, pause: false})
-	m.h.leaders(copyLeaders(m.leaders))
+	m.sendLeaders() // with the leader epochs: elections during the run are announced
 	m.afterStep(t)
 	if m.active && m.revokeDone == nil && (len(m.h.c.index) < len(modelTPs) || m.h.c.fenced) {
 		// end with every partition assigned: revoke, then assign all
@@ -1031,9 +1031,19 @@ func (m *model) drainRound(t *rapid.T) bool {
 	}
 	for len(m.h.resolves) > 0 {
 		r := m.h.takeResolve()
+		// as AnswerResolve's Kafka does: a lookup with an older leader
+		// epoch is fenced, and OffsetForLeaderEpoch answers from the
+		// epoch history (none asked: -1, -1)
 		m.h.answerResolve(r, func(e offsets.ResolveEntry) resolve.PartitionResult {
 			lb := m.logs[e.Partition]
-			return resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1}
+			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch {
+				return resolve.PartitionResult{Err: errors.New("FENCED_LEADER_EPOCH"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+			}
+			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EpochEnd: -1, EpochEndOffset: -1}
+			if e.ValidateEpoch >= 0 {
+				pr.EpochEnd, pr.EpochEndOffset = lb.endOffsetFor(e.ValidateEpoch)
+			}
+			return pr
 		})
 		m.afterStep(t)
 		moved = true
@@ -1057,6 +1067,12 @@ func (m *model) drainRound(t *rapid.T) bool {
 		m.h.answerFetch(f, func(e offsets.FetchEntry) fetch.PartitionResult {
 			lb, pos := m.logs[e.Partition], e.Position.Offset()
 			switch {
+			case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch:
+				// as in AnswerFetch: a fetch with an older leader
+				// epoch is refused, whoever leads (KIP-320); the
+				// partition learns the new epoch and validates
+				moved = true
+				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("FENCED_LEADER_EPOCH"), Next: pos, LogStart: -1, HighWatermark: -1}
 			case m.leaders[e.Partition] != f.Broker():
 				// not progress, but work: the partition refreshes its
 				// leader and fetches again (the round is not quiet)
@@ -1074,7 +1090,7 @@ func (m *model) drainRound(t *rapid.T) bool {
 		m.afterStep(t)
 	}
 	// let backoffs, the commit interval and revoke deadlines pass
-	m.h.leaders(copyLeaders(m.leaders))
+	m.sendLeaders()
 	m.h.advance(2 * time.Second)
 	m.afterStep(t)
 	return moved
