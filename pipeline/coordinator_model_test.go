@@ -1093,5 +1093,23 @@ func (m *model) drainRound(t *rapid.T) bool {
 	m.sendLeaders()
 	m.h.advance(2 * time.Second)
 	m.afterStep(t)
-	return moved
+	// Settled means only long polls of caught-up partitions are left
+	// in flight: a lookup, a commit, a batch being processed or a fetch
+	// of a partition below its high watermark that this round started
+	// (after a refusal, a backoff, or budget freed) is answered next
+	// round, so this round is not quiet.
+	return moved || len(m.h.resolves) > 0 || len(m.h.commits) > 0 || len(m.out) > 0 || m.fetchingBelowHW()
+}
+
+// fetchingBelowHW reports whether a fetch in flight asks for a
+// partition at a position below its high watermark.
+func (m *model) fetchingBelowHW() bool {
+	for _, f := range m.h.fetches {
+		for i := 0; i < f.Len(); i++ {
+			if e := f.At(i); e.Position.Offset() < m.logs[e.Partition].hw {
+				return true
+			}
+		}
+	}
+	return false
 }
