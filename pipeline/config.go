@@ -181,7 +181,53 @@ type ConsumerConfig struct {
 	// during a rebalance; in-flight work is drained within it. Default
 	// 30s.
 	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+	// GroupInstanceID makes this member static (KIP-345): a member that
+	// restarts within SessionTimeout gets its partitions back with no
+	// rebalance for anyone else, and a static member does not leave the
+	// group when it stops (see LeaveGroupOnClose). It must be unique in
+	// the group and stable across restarts: on Kubernetes, a
+	// StatefulSet pod's name (`group_instance_id: "${HOSTNAME}"`).
+	// Empty (the default): a dynamic member.
+	GroupInstanceID string `yaml:"group_instance_id"`
+	// LeaveGroupOnClose makes a static member leave the group when it
+	// stops, so its partitions move at once instead of after
+	// SessionTimeout: for scaling down, or a restart that takes long.
+	// Dynamic members always leave.
+	LeaveGroupOnClose bool `yaml:"leave_group_on_close"`
+	// Assignor is how the group's leader assigns partitions:
+	// cooperative-sticky (the default: a rebalance moves as few
+	// partitions as it can, and only those stop), range or roundrobin
+	// (eager: every rebalance stops every partition of every member).
+	// Each is wire-compatible with the Java and franz-go assignor of the
+	// same name. With cooperative-sticky the member also offers range,
+	// so it can join a group of members that know only range (an older
+	// fencepost, kafka-go): the group then rebalances eagerly until every
+	// member offers cooperative-sticky.
+	Assignor string `yaml:"assignor"`
+	// GroupProtocol is the consumer-group protocol: classic (the
+	// default: JoinGroup and SyncGroup, the leader assigns with
+	// Assignor) or consumer (KIP-848, Kafka 4.0 or later: the group
+	// coordinator assigns with RemoteAssignor; every rebalance is
+	// incremental, and Assignor is not used).
+	GroupProtocol string `yaml:"group_protocol"`
+	// RemoteAssignor is the broker-side assignor of the consumer
+	// protocol: uniform or range; empty (the default) is the broker's
+	// (group.consumer.assignors, uniform on Kafka 4.x).
+	RemoteAssignor string `yaml:"remote_assignor"`
 }
+
+// The group protocols of ConsumerConfig.GroupProtocol.
+const (
+	GroupProtocolClassic  = "classic"
+	GroupProtocolConsumer = "consumer"
+)
+
+// The assignors of ConsumerConfig.Assignor.
+const (
+	AssignorCooperativeSticky = "cooperative-sticky"
+	AssignorRange             = "range"
+	AssignorRoundRobin        = "roundrobin"
+)
 
 // DeadLetterPolicy says what happens to a record a stage keeps rejecting.
 type DeadLetterPolicy string
@@ -252,6 +298,12 @@ func (c Config) withDefaults() Config {
 	def(&k.SessionTimeout, 30*time.Second)
 	def(&k.HeartbeatInterval, 3*time.Second)
 	def(&k.RebalanceTimeout, 30*time.Second)
+	if k.Assignor == "" {
+		k.Assignor = AssignorCooperativeSticky
+	}
+	if k.GroupProtocol == "" {
+		k.GroupProtocol = GroupProtocolClassic
+	}
 	d := &c.DeadLetter
 	if d.Policy == "" {
 		d.Policy = DeadLetterStop
@@ -368,6 +420,31 @@ func (c Config) Validate() error {
 	}
 	if k.AutoOffsetReset > offsetstore.ResetNone {
 		bad("consumer.auto_offset_reset", "must be earliest, latest or none")
+	}
+	switch k.Assignor {
+	case AssignorCooperativeSticky, AssignorRange, AssignorRoundRobin:
+	default:
+		bad("consumer.assignor", "%q is not %s, %s or %s", k.Assignor, AssignorCooperativeSticky, AssignorRange, AssignorRoundRobin)
+	}
+	switch k.GroupProtocol {
+	case GroupProtocolClassic:
+		if k.RemoteAssignor != "" {
+			bad("consumer.remote_assignor", "only the consumer group protocol uses it (set group_protocol: consumer, or remove it)")
+		}
+	case GroupProtocolConsumer:
+		if k.RemoteAssignor != "" && k.RemoteAssignor != "uniform" && k.RemoteAssignor != "range" {
+			bad("consumer.remote_assignor", "%q is not uniform or range", k.RemoteAssignor)
+		}
+	default:
+		bad("consumer.group_protocol", "%q is not %s or %s", k.GroupProtocol, GroupProtocolClassic, GroupProtocolConsumer)
+	}
+	if k.GroupInstanceID != "" {
+		if err := limits.GroupInstanceID(k.GroupInstanceID); err != nil {
+			bad("consumer.group_instance_id", "%v", err)
+		}
+	}
+	if k.LeaveGroupOnClose && k.GroupInstanceID == "" {
+		bad("consumer.leave_group_on_close", "only a static member (group_instance_id) can choose: a dynamic member always leaves")
 	}
 	if k.Ordering != OrderByPartition && k.Ordering != OrderByKey {
 		badValue("consumer.ordering", string(k.Ordering), "%q is not partition or key", k.Ordering)

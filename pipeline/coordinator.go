@@ -103,9 +103,9 @@ type coordinator struct {
 	gen      offsets.Generation
 	active   bool
 	store    offsets.CommitStore
-	fenced   bool // the group fenced a commit: no more commits this generation
-	revoking bool
-	revoke   *revokeEvent
+	fenced   bool         // the group fenced a commit: no more commits this generation
+	revoking bool         // a revoke is in progress (c.revoke)
+	revoke   *revokeEvent // the revoke in progress; its partitions have revoking set
 	// finalCommit: the revoke drained and its commit was sent (or was
 	// not needed).
 	finalCommit bool
@@ -267,9 +267,9 @@ func (c *coordinator) plan() {
 		if c.needResolve && !c.resolver.busy() && c.out.resolve != nil {
 			c.planResolve()
 		}
-		if !c.revoking {
-			c.planFetches()
-		}
+		// partitions being revoked are not fetchable; the others keep
+		// going through a (cooperative) revoke
+		c.planFetches()
 		if c.commitDue() && !c.sendCommit() {
 			for _, f := range c.flushes {
 				reply(f, nil)

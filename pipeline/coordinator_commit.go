@@ -22,12 +22,20 @@ func (c *coordinator) onProcessed(r *process.Report) {
 			continue
 		}
 		p := c.byTP(bt.Partition())
-		if p == nil || bt.Generation() != c.gen || !c.active {
+		if p == nil || !c.active {
 			c.stale("completion of a partition no longer assigned", bt.Partition())
 			continue
 		}
+		// Only a batch handed out to this incarnation of the partition
+		// completes: one of an earlier assignment (before a revoke) is
+		// not in p.out. A batch of an earlier generation is, when the
+		// partition stayed assigned through a cooperative rebalance.
 		h, ok := p.complete(bt)
-		if !ok {
+		switch {
+		case !ok && bt.Generation() != c.gen:
+			c.stale("completion of a partition no longer assigned", bt.Partition())
+			continue
+		case !ok:
 			c.ignore("completion of a batch not handed out", zap.Stringer("partition", p.tp))
 			continue
 		}

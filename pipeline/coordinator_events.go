@@ -48,23 +48,33 @@ type assignedPartition struct {
 	start offsetstore.StartRequest
 }
 
-// assignEvent starts a generation with its partitions and the store that
-// commits offsets under it.
+// assignEvent starts a generation and the store that commits offsets
+// under it. Its partitions are the member's assignment: those it did not
+// own start (from their committed offset, or the reset policy); those it
+// already owns (kept by a cooperative rebalance) go on where they are,
+// under the new generation. A partition owned and not listed stays until
+// a revoke names it.
 type assignEvent struct {
 	gen        offsets.Generation
 	store      offsets.CommitStore
 	partitions []assignedPartition
 }
 
-// revokeEvent ends a generation: stop fetching, finish or drop in-flight
-// work, commit, then reply on done (buffered) and forget the partitions.
-// After drainBy the coordinator stops waiting for processing and commits
-// what is done; at deadline it replies whatever the state.
+// revokeEvent takes partitions away: stop fetching them, finish or drop
+// their in-flight work, commit, then reply on done (buffered) and forget
+// them. partitions nil means every partition, which ends the generation
+// (eager rebalancing, shutdown); otherwise the others keep going
+// (cooperative rebalancing). After drainBy the coordinator stops waiting
+// for processing and commits what is done; at deadline it replies
+// whatever the state. lost means the group already gave the partitions
+// to another member: nothing is drained or committed.
 type revokeEvent struct {
-	gen      offsets.Generation
-	drainBy  time.Time
-	deadline time.Time
-	done     chan error
+	gen        offsets.Generation
+	partitions []offsetstore.TopicPartition
+	lost       bool
+	drainBy    time.Time
+	deadline   time.Time
+	done       chan error
 	// drainMissed: work was still in flight at drainBy, so the commit
 	// covers only what finished. The coordinator sets it before it
 	// replies on done; the sender reads it once it has the reply.

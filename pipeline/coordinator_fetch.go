@@ -26,7 +26,12 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 	}
 	c.reserved -= b.reserved
 	b.reserved = 0
-	current := req.Generation() == c.gen && c.active
+	// A position names the partition's epoch, and every assignment
+	// gives a new epoch: a result whose position is the partition's
+	// current one answers this incarnation of it, whatever generation
+	// the fetch was sent in (cooperative rebalancing keeps partitions
+	// across generations).
+	current := c.active
 	// Partitions that brought records queue after those that did not,
 	// so a broker that fills a response from the first partitions it is
 	// asked for serves the others next time: no partition starves.
@@ -58,7 +63,7 @@ func (c *coordinator) onFetch(r *fetch.Result) {
 			c.makeReady(p)
 			continue
 		}
-		if c.revoking || p.paused {
+		if p.revoking || p.paused {
 			// Keep the position: the records are fetched again after
 			// resume or by the next owner.
 			continue

@@ -6,6 +6,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -14,24 +15,42 @@ import (
 )
 
 func (c *coordinator) onAssign(e *assignEvent) {
-	if c.active {
-		// The group layer always revokes before it assigns; if it did
-		// not, forget the old generation without committing (its
+	kept := 0
+	switch {
+	case c.active && c.revoking:
+		// The group layer waits for a revoke before it moves on; if it
+		// did not, forget the old generation without committing (its
 		// offsets are fenced anyway).
-		c.log.Warn("new generation assigned before the old one was revoked; dropping the old one",
+		c.log.Warn("new generation assigned before the revoke finished; dropping the old one",
 			zap.Int32("old_generation", int32(c.gen)), zap.Int32("generation", int32(e.gen)))
-		c.release(errors.New("superseded by a new generation"))
+		c.release(nil, errors.New("superseded by a new generation"))
+	case c.active:
+		// Cooperative rebalancing: the partitions this member keeps go
+		// on, with what they fetched and processed, under the new
+		// generation; their next commit is sent with it.
+		for _, p := range c.slots {
+			if p != nil && !p.zombie {
+				if p.wm.Generation() == c.gen {
+					p.wm.Continue(e.gen)
+				}
+				kept++
+			}
+		}
 	}
 	c.gen, c.store, c.active, c.fenced = e.gen, e.store, true, false
-	c.revoking, c.finalCommit, c.finalErr = false, false, nil
+	c.finalCommit, c.finalErr = false, nil
 	// the first commit of a generation may go out as soon as a
 	// watermark moves: the interval counts from the last commit sent
 	c.nextCommitAt = c.now
+	added := 0
 	for _, a := range e.partitions {
-		if _, dup := c.index[a.tp]; dup {
-			c.ignore("partition assigned twice", zap.Stringer("partition", a.tp))
-			continue
+		if _, owned := c.index[a.tp]; owned {
+			if kept == 0 {
+				c.ignore("partition assigned twice", zap.Stringer("partition", a.tp))
+			}
+			continue // kept: it goes on where it is
 		}
+		added++
 		slot := len(c.slots)
 		if n := len(c.free); n > 0 {
 			slot, c.free = c.free[n-1], c.free[:n-1]
@@ -78,7 +97,7 @@ func (c *coordinator) onAssign(e *assignEvent) {
 	if c.needLeaders {
 		c.requestMetadata()
 	}
-	c.log.Info("partitions assigned", zap.Int32("generation", int32(e.gen)), zap.Int("partitions", len(e.partitions)))
+	c.log.Info("partitions assigned", zap.Int32("generation", int32(e.gen)), zap.Int("added", added), zap.Int("kept", kept))
 }
 
 // await puts p in the state that resolves req: an offset to validate
@@ -108,22 +127,42 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		reply(e.done, nil)
 		return
 	}
+	revoking := 0
+	for _, p := range c.slots {
+		if p == nil || p.zombie || (e.partitions != nil && !slices.Contains(e.partitions, p.tp)) {
+			continue
+		}
+		p.revoking = true
+		p.queued = false // planFetch skips its ready entry
+		c.fenceProcessing(p)
+		revoking++
+	}
+	if e.lost {
+		// The group took the partitions away (the session expired, the
+		// member was fenced): their offsets can no longer be committed.
+		c.log.Warn("partitions lost: the group gave them to another member; in-flight records are dropped and fetched again by their new owner",
+			zap.Int32("generation", int32(c.gen)), zap.Int("partitions", revoking))
+		c.release(e.partitions, errPartitionsLost)
+		reply(e.done, nil)
+		return
+	}
 	c.revoking, c.revoke = true, e
-	if c.out.abortFetches != nil {
+	if e.partitions == nil && c.out.abortFetches != nil {
 		// A fetch long-polls for up to fetch_max_wait; its records would
-		// be dropped anyway, so do not let it hold up the revoke.
+		// be dropped anyway, so do not let it hold up the revoke. (A
+		// partial revoke lets fetches finish: they carry partitions
+		// that stay.)
 		c.out.abortFetches()
 	}
-	for _, p := range c.slots {
-		if p != nil && !p.zombie {
-			c.fenceProcessing(p)
-		}
-	}
-	c.log.Info("revoking partitions", zap.Int32("generation", int32(c.gen)), zap.Int("partitions", len(c.index)))
+	c.log.Info("revoking partitions", zap.Int32("generation", int32(c.gen)), zap.Int("partitions", revoking),
+		zap.Int("staying", len(c.index)-revoking))
 }
 
-// checkRevoke finishes a revoke once in-flight work drained and the final
-// commit is done, or its deadlines passed.
+// errPartitionsLost is the cause of a lost revoke's release.
+var errPartitionsLost = errors.New("partitions lost to another member")
+
+// checkRevoke finishes a revoke once in-flight work of its partitions
+// drained and the final commit is done, or its deadlines passed.
 func (c *coordinator) checkRevoke() {
 	if !c.revoking {
 		return
@@ -132,7 +171,7 @@ func (c *coordinator) checkRevoke() {
 	if !c.finalCommit {
 		drained := true
 		for _, p := range c.slots {
-			if p != nil && !p.zombie && (len(p.out) > 0 || p.op != opNone) {
+			if p != nil && !p.zombie && p.revoking && (len(p.out) > 0 || p.op != opNone) {
 				drained = false
 				break
 			}
@@ -164,27 +203,35 @@ func (c *coordinator) checkRevoke() {
 	} else if c.finalErr != nil {
 		err = c.finalErr
 	}
-	c.release(nil)
+	c.release(e.partitions, nil)
 	reply(e.done, err)
 }
 
-// release forgets the generation's partitions. A partition with a fetch
-// or lookup still in flight (a revoke that hit its deadline) stays as a
-// zombie until the result comes back, so a new owner of the same
-// partition never has two operations in flight.
-func (c *coordinator) release(cause error) {
+// release forgets partitions: the given ones, or every one (nil), which
+// ends the generation. A partition with a fetch or lookup still in flight
+// (a revoke that hit its deadline) stays as a zombie until the result
+// comes back, so a new owner of the same partition never has two
+// operations in flight. cause, if set, fences the partitions' processing
+// (nothing of theirs is committed).
+func (c *coordinator) release(tps []offsetstore.TopicPartition, cause error) {
+	all := tps == nil
 	var stopped []PartitionStopped
+	released := map[int]bool{}
 	for slot, p := range c.slots {
-		if p == nil || p.zombie {
+		if p == nil || p.zombie || (!all && !slices.Contains(tps, p.tp)) {
 			continue
 		}
+		released[slot] = true
 		if p.state == Stopped {
 			stopped = append(stopped, PartitionStopped{Partition: p.tp, Err: p.stopErr})
+			c.stats.stoppedPartitions.Add(-1)
 		}
 		if cause != nil {
 			c.fenceProcessing(p)
 		}
 		c.buffered -= p.outBytes
+		delete(c.index, p.tp)
+		p.revoking, p.queued = false, false
 		if p.op != opNone {
 			p.zombie = true
 			c.zombies[p.tp] = slot
@@ -193,18 +240,21 @@ func (c *coordinator) release(cause error) {
 		c.slots[slot] = nil
 		c.free = append(c.free, slot)
 	}
-	clear(c.index)
 	for _, b := range c.fetchers {
-		b.ready = b.ready[:0]
+		b.ready = slices.DeleteFunc(b.ready, func(slot int) bool { return released[slot] })
 	}
 	// The lookup, fetches and commit in flight stay in flight: their
 	// answers free the workers (and bury the zombies).
 	c.stats.bufferedBytes.Store(c.buffered)
+	c.revoking, c.revoke = false, nil
+	if !all {
+		return
+	}
 	for _, f := range c.flushes {
 		reply(f, errors.New("generation ended before the commit"))
 	}
 	c.flushes = nil
-	c.active, c.revoking, c.revoke, c.store = false, false, nil, nil
+	c.active, c.store = false, nil
 	c.dirty = false
 	c.stats.stoppedPartitions.Store(0)
 	c.stats.stoppedAtRelease.Store(&stopped)

@@ -74,6 +74,13 @@ var modelSteps atomic.Int64
 // OffsetForLeaderEpoch answers from the epoch history as Kafka's leader
 // epoch cache does.
 //
+// Rebalances are eager (revoke everything, assign anew) or cooperative
+// (a new generation keeps the partitions that stay and adds others; a
+// revoke takes some away while the rest keep going; partitions can be
+// lost without a commit). A kept partition carries what it fetched and
+// processed into the new generation; a partition revoked and assigned
+// again starts over.
+//
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestCoordinatorStateMachine(t *testing.T) {
 	checkStateMachine(t, &modelSteps, 10_000, func(rt *rapid.T) {
@@ -177,7 +184,11 @@ type model struct {
 	gen        offsets.Generation
 	active     bool
 	revokeDone chan error
+	revoking   []offsetstore.TopicPartition // of the revoke in progress; nil: every partition
 	stores     map[offsets.Generation]*memoryStore
+	// owned are the partitions assigned now, with the generation that
+	// assigned them (kept partitions keep theirs)
+	owned map[offsetstore.TopicPartition]offsets.Generation
 
 	fenced map[offsetstore.TopicPartition]offsetstore.Epoch
 	out    []batchOut
@@ -230,6 +241,7 @@ func newModel(t *rapid.T) *model {
 		checked:  map[offsets.RequestID]bool{},
 		sizeSeed: rapid.Uint64().Draw(t, "size seed"),
 		maxSize:  int64(rapid.SampledFrom([]int{1, 3, int(cfg.budget), 2 * int(cfg.budget)}).Draw(t, "max record size")),
+		owned:    map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	for i, tp := range modelTPs {
 		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw")), history: []epochStart{{0, 0}}}
@@ -266,14 +278,32 @@ func (m *model) resetGenerationModel() {
 	m.handed = map[offsetstore.TopicPartition]map[int64]int32{}
 	m.done = map[offsetstore.TopicPartition]map[int64]int32{}
 	for _, tp := range modelTPs {
-		m.handed[tp] = map[int64]int32{}
-		m.done[tp] = map[int64]int32{}
-		m.expectNext[tp] = -1
-		m.covered[tp] = map[int64]bool{}
-		m.base[tp] = -1
-		m.lastC[tp] = -1
-		m.committed[tp] = -1
+		m.resetPartitionModel(tp)
 	}
+}
+
+// resetPartitionModel forgets what the model knows of tp's processing: it
+// is assigned anew.
+func (m *model) resetPartitionModel(tp offsetstore.TopicPartition) {
+	m.handed[tp] = map[int64]int32{}
+	m.done[tp] = map[int64]int32{}
+	m.expectNext[tp] = -1
+	m.covered[tp] = map[int64]bool{}
+	m.base[tp] = -1
+	m.lastC[tp] = -1
+	m.committed[tp] = -1
+}
+
+// beingRevoked reports whether the revoke in progress takes tp.
+func (m *model) beingRevoked(tp offsetstore.TopicPartition) bool {
+	return m.revokeDone != nil && (m.revoking == nil || slices.Contains(m.revoking, tp))
+}
+
+// ownedBatch reports whether batch b was handed out to the current
+// incarnation of its partition (white box: the coordinator's handouts).
+func (m *model) ownedBatch(b *fetch.Batch) bool {
+	p := m.h.c.byTP(b.Partition())
+	return p != nil && m.h.c.active && slices.ContainsFunc(p.out, func(h handout) bool { return h.batch == b })
 }
 
 // ---- snapshots for invariant (ii) ----------------------------------------
@@ -286,6 +316,8 @@ type partSnap struct {
 	wm    int64
 	wmOK  bool
 	stop  bool
+	// revoking: the revoke in progress takes the partition
+	revoking bool
 }
 
 func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
@@ -295,7 +327,8 @@ func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
 			continue
 		}
 		wm, ok := p.wm.Committable()
-		out[p.tp] = partSnap{state: p.state, req: p.req, pos: p.pos, epoch: p.epoch, wm: wm, wmOK: ok, stop: p.stopErr != nil}
+		out[p.tp] = partSnap{state: p.state, req: p.req, pos: p.pos, epoch: p.epoch, wm: wm, wmOK: ok, stop: p.stopErr != nil,
+			revoking: p.revoking}
 	}
 	return out
 }
@@ -303,7 +336,7 @@ func (m *model) snap() map[offsetstore.TopicPartition]partSnap {
 func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore.TopicPartition]partSnap, tps []offsetstore.TopicPartition) {
 	after := m.snap()
 	for _, tp := range tps {
-		if _, still := after[tp]; !still && !m.h.c.active {
+		if _, still := after[tp]; !still && before[tp].revoking {
 			continue // the result let a revoke finish: the partition was released
 		}
 		if !reflect.DeepEqual(before[tp], after[tp]) {
@@ -312,12 +345,14 @@ func (m *model) requireUnchanged(t *rapid.T, what string, before map[offsetstore
 	}
 }
 
-// current reports whether a result for tp at epoch in generation gen is
-// current (white box: the coordinator's own view).
-func (m *model) current(tp offsetstore.TopicPartition, gen offsets.Generation, epoch offsetstore.Epoch) bool {
+// current reports whether a result for tp at epoch is current (white
+// box: the coordinator's own view). Every assignment gives a partition a
+// new epoch, so the epoch names the incarnation whatever the generation
+// the request was sent in (a kept partition spans generations).
+func (m *model) current(tp offsetstore.TopicPartition, epoch offsetstore.Epoch) bool {
 	c := m.h.c
 	p := c.byTP(tp)
-	return c.active && gen == c.gen && p != nil && p.epoch == epoch
+	return c.active && p != nil && p.epoch == epoch
 }
 
 // ---- actions -------------------------------------------------------------
@@ -352,6 +387,7 @@ func (m *model) Assign(t *rapid.T) {
 			m.committed[tp] = off
 		}
 		parts = append(parts, a)
+		m.owned[tp] = m.gen
 	}
 	m.h.assign(m.gen, store, parts...)
 	m.active = true
@@ -359,11 +395,94 @@ func (m *model) Assign(t *rapid.T) {
 	m.afterStep(t)
 }
 
+// Reassign is a cooperative rebalance's new generation: the partitions
+// owned stay (listed again, or not: an assignment names what to add) and
+// some new ones are added.
+func (m *model) Reassign(t *rapid.T) {
+	if !m.active || m.revokeDone != nil {
+		t.Skip("no generation to move on from, or a revoke is in progress")
+	}
+	m.gen += offsets.Generation(rapid.IntRange(1, 2).Draw(t, "gen step"))
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	var parts []assignedPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned {
+			if rapid.Bool().Draw(t, "kept partition listed") {
+				parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(999)}) // ignored: it goes on
+			}
+			continue
+		}
+		if !rapid.Bool().Draw(t, "added") {
+			continue
+		}
+		m.resetPartitionModel(tp)
+		a := assignedPartition{tp: tp}
+		if rapid.Bool().Draw(t, "has commit") {
+			off := int64(rapid.IntRange(0, int(m.logs[tp].hw)+10).Draw(t, "committed"))
+			a.start = offsetstore.Committed(off)
+			m.expectNext[tp] = off
+			m.committed[tp] = off
+		}
+		parts = append(parts, a)
+		m.owned[tp] = m.gen
+	}
+	before := m.snap()
+	m.h.assign(m.gen, store, parts...)
+	// kept partitions go on exactly where they were
+	for tp, since := range m.owned {
+		if since < m.gen {
+			if !reflect.DeepEqual(before[tp], m.snap()[tp]) {
+				t.Fatalf("kept partition %s changed at the new generation: %+v -> %+v", tp, before[tp], m.snap()[tp])
+			}
+		}
+	}
+	m.afterStep(t)
+}
+
+// RevokeSome is a cooperative revoke: some partitions go, the others keep
+// going; or they are lost (the group gave them away: no drain, no commit).
+func (m *model) RevokeSome(t *rapid.T) {
+	if !m.active || m.revokeDone != nil || len(m.owned) == 0 {
+		t.Skip("nothing to revoke")
+	}
+	var tps []offsetstore.TopicPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned && rapid.Bool().Draw(t, "revoked") {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		t.Skip("none drawn")
+	}
+	ev := &revokeEvent{gen: m.gen, partitions: tps, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour),
+		done: make(chan error, 1)}
+	switch rapid.IntRange(0, 3).Draw(t, "revoke kind") {
+	case 0:
+		ev.lost = true
+	case 1:
+		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
+	}
+	m.revokeDone, m.revoking = ev.done, tps
+	m.h.send(ev)
+	m.afterStep(t)
+	if ev.lost {
+		if m.revokeDone != nil {
+			t.Fatal("a lost revoke did not finish at once")
+		}
+		for _, tp := range tps {
+			if m.h.c.byTP(tp) != nil {
+				t.Fatalf("lost partition %s still assigned", tp)
+			}
+		}
+	}
+}
+
 func (m *model) Revoke(t *rapid.T) {
 	if !m.active || m.revokeDone != nil {
 		t.Skip("nothing to revoke")
 	}
-	m.revokeDone = make(chan error, 1)
+	m.revokeDone, m.revoking = make(chan error, 1), nil
 	ev := &revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone}
 	if rapid.IntRange(0, 3).Draw(t, "short deadline") == 0 {
 		// the rebalance timeout is about to pass: give up on in-flight
@@ -391,7 +510,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		e := f.At(j)
 		lb := m.logs[e.Partition]
 		pos := e.Position.Offset()
-		cur := m.current(e.Partition, f.Generation(), e.Position.Epoch())
+		cur := m.current(e.Partition, e.Position.Epoch())
 		if p := m.h.c.byTP(e.Partition); cur && e.LeaderEpoch != p.leaderEpoch {
 			cur = false // (vi)
 		}
@@ -458,7 +577,7 @@ func (m *model) AnswerResolve(t *rapid.T) {
 	res := &resolve.Result{Request: r, Partitions: make([]resolve.PartitionResult, r.Len())}
 	for j := range res.Partitions {
 		e := r.At(j)
-		cur := m.current(e.Partition, r.Generation(), e.Epoch)
+		cur := m.current(e.Partition, e.Epoch)
 		if p := m.h.c.byTP(e.Partition); cur && (e.LeaderEpoch != p.leaderEpoch || e.ValidateEpoch != p.resolveValidateEpoch()) {
 			cur = false // (vi)
 		}
@@ -512,19 +631,24 @@ func (m *model) AnswerCommit(t *rapid.T) {
 	m.afterStep(t)
 }
 
-// staleMark reports whether the watermark must refuse o's mark: another
-// generation's batch, or one handed out before a data-loss restart
-// (white box, before the completion is sent).
-func (m *model) staleMark(o batchOut) bool {
-	p := m.h.c.byTP(o.b.Partition())
-	return p == nil || !m.h.c.active || o.b.Generation() != m.h.c.gen || o.b.Epoch() < p.wm.Floor()
+// markable reports, before o's completion is sent (white box), whether
+// o was handed out to its partition's current incarnation, and whether
+// the watermark must refuse its mark: another incarnation's batch, or
+// one handed out before a data-loss restart.
+func (m *model) markable(o batchOut) (owned, stale bool) {
+	owned = m.ownedBatch(o.b)
+	stale = true
+	if p := m.h.c.byTP(o.b.Partition()); owned && o.b.Epoch() >= p.wm.Floor() {
+		stale = false
+	}
+	return owned, stale
 }
 
 // processed books o's records below end as processed, unless o was
-// fenced (dropped) or of another generation: covered for (iii), and
-// their leader epochs for (viii) unless the mark was stale.
-func (m *model) processed(o batchOut, stale bool, end int64) {
-	if o.fenced || o.b.Generation() != m.gen {
+// fenced (dropped) or not owned: covered for (iii), and their leader
+// epochs for (viii) unless the mark was stale.
+func (m *model) processed(o batchOut, owned, stale bool, end int64) {
+	if o.fenced || !owned {
 		return
 	}
 	tp, sp := o.b.Partition(), o.b.Span()
@@ -556,9 +680,9 @@ func (m *model) Complete(t *rapid.T) {
 		sp.End = cp.FinishedBelow
 	}
 	before := m.snap()
-	stale := m.staleMark(o)
+	owned, stale := m.markable(o)
 	m.h.send(&process.Report{Completions: []process.Completion{cp}})
-	m.processed(o, stale, sp.End)
+	m.processed(o, owned, stale, sp.End)
 	if stale && cp.Err == nil {
 		tp := o.b.Partition()
 		m.requireUnchanged(t, "stale completion", before, []offsetstore.TopicPartition{tp})
@@ -760,12 +884,12 @@ func (m *model) afterStep(t *rapid.T) {
 		}
 		for _, b := range msg.Batches {
 			tp := b.Partition()
-			if m.revokeDone != nil {
-				t.Fatalf("batch %v of %s handed to processing while its generation is being revoked", b.Span(), tp)
+			if m.beingRevoked(tp) {
+				t.Fatalf("batch %v of %s handed to processing while the partition is being revoked", b.Span(), tp)
 			}
 			sp := b.Span()
-			if b.Generation() != m.gen {
-				t.Fatalf("(v) batch of generation %d handed out in generation %d", b.Generation(), m.gen)
+			if since, owned := m.owned[tp]; !owned || b.Generation() < since || b.Generation() > m.gen {
+				t.Fatalf("(v) batch of generation %d of %s handed out in generation %d (owned since %d: %v)", b.Generation(), tp, m.gen, since, owned)
 			}
 			if want := m.expectNext[tp]; want >= 0 && sp.Start != want {
 				t.Fatalf("(v) %s: batch %v handed out, expected it to start at %d (no reset explains the jump)", tp, sp, want)
@@ -794,8 +918,17 @@ func (m *model) afterStep(t *rapid.T) {
 	if m.revokeDone != nil {
 		select {
 		case <-m.revokeDone:
-			m.active = false
-			m.revokeDone = nil
+			if m.revoking == nil {
+				m.active = false
+				clear(m.owned)
+			}
+			for _, tp := range m.revoking {
+				delete(m.owned, tp)
+				if m.h.c.byTP(tp) != nil {
+					t.Fatalf("revoked partition %s still assigned after its revoke finished", tp)
+				}
+			}
+			m.revokeDone, m.revoking = nil, nil
 		default:
 		}
 	}
@@ -940,12 +1073,10 @@ func (m *model) checkLiveness(t *rapid.T) {
 	m.h.send(&pauseEvent{tps: modelTPs, pause: false})
 	m.sendLeaders() // with the leader epochs: elections during the run are announced
 	m.afterStep(t)
-	if m.active && m.revokeDone == nil && (len(m.h.c.index) < len(modelTPs) || m.h.c.fenced) {
-		// end with every partition assigned: revoke, then assign all
-		m.revokeDone = make(chan error, 1)
-		m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
-		m.afterStep(t)
-	}
+	// End with every partition assigned: eagerly (revoke all, assign
+	// all) or cooperatively (a new generation adds what is missing). A
+	// fenced generation is ending anyway (the group rebalances).
+	cooperative := rapid.Bool().Draw(t, "cooperative end")
 	quiet := 0
 	round := 0
 	for ; round < 2000 && quiet < 3; round++ {
@@ -954,8 +1085,22 @@ func (m *model) checkLiveness(t *rapid.T) {
 		} else {
 			quiet++
 		}
-		if !m.active && m.revokeDone == nil {
+		switch {
+		case m.revokeDone != nil:
+			// the revoke in progress finishes first (if it never does,
+			// the coordinator never settles)
+			quiet = 0
+		case !m.active:
 			m.assignAll(t)
+			quiet = 0
+		case len(m.h.c.index) == len(modelTPs) && !m.h.c.fenced:
+		case cooperative:
+			m.addMissing(t)
+			quiet = 0
+		default:
+			m.revokeDone, m.revoking = make(chan error, 1), nil
+			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
+			m.afterStep(t)
 			quiet = 0
 		}
 	}
@@ -975,7 +1120,8 @@ func (m *model) checkLiveness(t *rapid.T) {
 				t.Fatalf("liveness: %s stopped without a reason", tp)
 			}
 		case p.state != Fetching:
-			t.Fatalf("liveness: %s is %v after everything was answered", tp, p.state)
+			t.Fatalf("liveness: %s is %v after everything was answered (op %v, wait zombie %v, revoking %v, retry at %v, now %v, need resolve %v, resolver busy %v, lookups %d, zombies %v)",
+				tp, p.state, p.op, p.waitZombie, p.revoking, p.retryAt, c.now, c.needResolve, c.resolver.busy(), len(m.h.resolves), c.zombies)
 		case p.pos.Offset() != lb.hw:
 			sizes := []int64{}
 			for off := p.pos.Offset(); off < min(lb.hw, p.pos.Offset()+5); off++ {
@@ -1001,8 +1147,33 @@ func (m *model) assignAll(t *rapid.T) {
 		m.expectNext[tp] = 0
 		m.committed[tp] = 0
 	}
+	clear(m.owned)
+	for _, tp := range modelTPs {
+		m.owned[tp] = m.gen
+	}
 	m.h.assign(m.gen, store, parts...)
 	m.active, m.revokeDone = true, nil
+	m.afterStep(t)
+}
+
+// addMissing is a cooperative rebalance's new generation that adds every
+// partition not assigned now, each with a committed offset of 0.
+func (m *model) addMissing(t *rapid.T) {
+	m.gen++
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	var parts []assignedPartition
+	for _, tp := range modelTPs {
+		if _, owned := m.owned[tp]; owned {
+			continue
+		}
+		m.resetPartitionModel(tp)
+		parts = append(parts, assignedPartition{tp: tp, start: offsetstore.Committed(0)})
+		m.expectNext[tp] = 0
+		m.committed[tp] = 0
+		m.owned[tp] = m.gen
+	}
+	m.h.assign(m.gen, store, parts...)
 	m.afterStep(t)
 }
 
@@ -1012,18 +1183,18 @@ func (m *model) drainRound(t *rapid.T) bool {
 	moved := false
 	if len(m.out) > 0 {
 		var rep process.Report
-		stale := make([]bool, len(m.out))
+		owned, stale := make([]bool, len(m.out)), make([]bool, len(m.out))
 		for i, o := range m.out {
 			cp := process.Completion{Batch: o.b, FinishedBelow: o.b.Span().End}
 			if o.fenced {
 				cp.FinishedBelow = o.b.Span().Start
 			}
-			stale[i] = m.staleMark(o)
+			owned[i], stale[i] = m.markable(o)
 			rep.Completions = append(rep.Completions, cp)
 		}
 		m.h.send(&rep)
 		for i, o := range m.out {
-			m.processed(o, stale[i], o.b.Span().End)
+			m.processed(o, owned[i], stale[i], o.b.Span().End)
 		}
 		m.out = nil
 		m.afterStep(t)

@@ -19,7 +19,7 @@ var ErrNotAssigned = errors.New("partition is not assigned to this member")
 
 func (c *coordinator) onSeek(e *seekEvent) error {
 	p := c.byTP(e.tp)
-	if p == nil || c.revoking {
+	if p == nil || p.revoking {
 		return fmt.Errorf("seek %s: %w (check the topic and partition, and call Seek after the partition is assigned)", e.tp, ErrNotAssigned)
 	}
 	if off, ok := e.req.Offset(); ok && off < 0 {

@@ -21,7 +21,7 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 		c.ignore("resolve result that matches no lookup in flight")
 		return
 	}
-	current := req.Generation() == c.gen && c.active
+	current := c.active // the entry's epoch names the partition's incarnation (see onFetch)
 	for i, slot := range slots {
 		e := req.At(i)
 		pr := &resolve.PartitionResult{Err: errMisaligned, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
@@ -46,7 +46,7 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 			c.makeReady(p)
 			continue
 		}
-		if c.revoking {
+		if p.revoking {
 			continue
 		}
 		if pr.Err != nil || pr.LogStart < 0 || pr.HighWatermark < pr.LogStart {

@@ -96,9 +96,12 @@ type partition struct {
 	// for the commit's leader epoch.
 	markEpochs leaderEpochMarks
 
-	leaderF  *fetcher // the fetcher this partition goes to, cached
-	paused   bool     // mirrors coordinator.paused for this partition
-	queued   bool     // in its leader's ready list
+	leaderF *fetcher // the fetcher this partition goes to, cached
+	paused  bool     // mirrors coordinator.paused for this partition
+	// revoking: the revoke in progress takes this partition away; it
+	// is neither fetched nor looked up, its in-flight work drains.
+	revoking bool
+	queued   bool // in its leader's ready list
 	retryAt  time.Time
 	failures int
 	// idle: the last fetch found the partition caught up, so its next
@@ -125,7 +128,7 @@ type partition struct {
 // fetchable reports whether the partition may be put in a fetch now.
 func (p *partition) fetchable(c *coordinator) bool {
 	return p.state == Fetching && p.op == opNone && !p.waitZombie && p.leader >= 0 &&
-		!p.paused && !c.revoking && !p.retryAt.After(c.now)
+		!p.paused && !p.revoking && !p.retryAt.After(c.now)
 }
 
 // handout is the coordinator's record of a batch it handed to
@@ -193,7 +196,7 @@ func (p *partition) resolveValidateEpoch() int32 {
 // be sent now.
 func (p *partition) needsResolve(c *coordinator) bool {
 	return (p.state == AwaitReset || p.state == AwaitValidation) && p.op == opNone && !p.waitZombie &&
-		!c.revoking && !p.retryAt.After(c.now)
+		!p.revoking && !p.retryAt.After(c.now)
 }
 
 // backoff schedules the partition's next attempt after a failure.

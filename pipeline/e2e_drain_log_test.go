@@ -45,7 +45,7 @@ func TestMissedDrainDeadlineIsLoggedAsSuch(t *testing.T) {
 	if logs.contains("in-flight work drained and committed") {
 		t.Errorf("the log says the work drained although the drain deadline passed:\n%s", logs.text())
 	}
-	if !logs.contains("generation ended: committed the records that finished; those in flight at the drain deadline were not committed") {
+	if !logs.contains("committed the records that finished; those in flight at the drain deadline were not committed") {
 		t.Errorf("the end of the generation is not logged as a partial drain:\n%s", logs.text())
 	}
 }

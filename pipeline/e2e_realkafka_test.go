@@ -58,6 +58,8 @@ func TestRealKafka(t *testing.T) {
 		}
 	})
 	t.Run("RebalanceUnderLoad", func(t *testing.T) { rebalanceUnderLoad(t, named(t)) })
+	t.Run("RebalanceMovesOnlyWhatMoves", func(t *testing.T) { rebalanceMovesOnlyWhatMoves(t, named) })
+	t.Run("StaticMemberRestart", func(t *testing.T) { staticMemberRestart(t, named(t), true) })
 	t.Run("GracefulShutdownCommitsProcessed", func(t *testing.T) { gracefulShutdownCommitsProcessed(t, named(t)) })
 	t.Run("FetchFaultsRecoverQuickly", func(t *testing.T) {
 		fetchFaultsRecoverQuickly(t, named(t), func(func(string, func())) {}) // no injected errors on a real broker

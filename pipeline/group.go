@@ -4,250 +4,233 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync/atomic"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/group"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
 // member is this process's membership in the consumer group: it turns
-// each kafka-go Generation into an assign event and, when the generation
-// ends, a revoke event it waits for (drain, final commit) before letting
-// kafka-go join the next one.
+// the group member's events into the coordinator's. An assignment
+// becomes an assignEvent; a revoke becomes a revokeEvent it waits for
+// (drain, final commit) before telling the member it is done, which is
+// when the member rejoins and the partitions may move; a loss releases
+// the partitions without a commit. The coordinator stays the one owner
+// of partition state: this only relays.
 type member struct {
 	cfg  Config
 	conn *connection
 	loop *coordinatorLoop
 	log  *zap.Logger
 	obs  Observer // nil: none
-	// idleSince is when this member last stopped fetching (unix
-	// nanoseconds): the start of Run, or of the last revoke.
-	idleSince atomic.Int64
+
 	// finalErr is the error of the revoke that ended the last generation
 	// on shutdown (its final commit failed), nil if it succeeded.
 	finalErr error
-	// commits are commit calls still running in kafka-go (bounded by its
-	// own timeout); run waits for them before it returns.
-	commits conc.WaitGroup
+
+	// What the coordinator was told, owned by run's goroutine: the
+	// generation and its store, and the partitions assigned.
+	gen   offsets.Generation
+	store *memberStore
+	owned map[offsetstore.TopicPartition]bool
+	// idleSince is when this member last had no partition (the start of
+	// Run, or the end of a revoke that took them all).
+	idleSince time.Time
 }
 
 // run is the membership loop. It returns when ctx ends (after the last
-// generation was revoked and the group left) or the group cannot be
-// created.
+// partitions were revoked, committed and, unless the member is static,
+// the group left), or when the member fails for good.
 func (m *member) run(ctx context.Context) error {
-	m.idleSince.Store(time.Now().UnixNano())
 	k := m.cfg.Consumer
-	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                k.Group,
+	assignors := []string{k.Assignor}
+	if k.Assignor == AssignorCooperativeSticky {
+		// so the group can form with members that know only range
+		// (see ConsumerConfig.Assignor)
+		assignors = append(assignors, AssignorRange)
+	}
+	gm, err := group.New(group.Config{
 		Brokers:           m.cfg.Kafka.Brokers,
-		Dialer:            m.conn.dialer(),
+		Group:             k.Group,
 		Topics:            k.Topics,
-		HeartbeatInterval: k.HeartbeatInterval,
+		InstanceID:        k.GroupInstanceID,
+		LeaveOnClose:      k.LeaveGroupOnClose,
+		Assignors:         assignors,
 		SessionTimeout:    k.SessionTimeout,
 		RebalanceTimeout:  k.RebalanceTimeout,
-		JoinGroupBackoff:  time.Second,
-		// Partitions added to a consumed topic start a rebalance, so
-		// they are consumed without a restart.
-		WatchPartitionChanges:  true,
-		PartitionWatchInterval: max(m.cfg.Kafka.MetadataMaxAge, time.Second),
-		StartOffset:            kafka.FirstOffset, // marks "no committed offset"; the coordinator applies the policy
-		Timeout:                m.cfg.Kafka.DialTimeout,
-		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { m.log.Debug("group: " + fmt.Sprintf(f, a...)) }),
+		HeartbeatInterval: k.HeartbeatInterval,
+		MetadataInterval:  max(m.cfg.Kafka.MetadataMaxAge, time.Second),
+		Protocol:          k.GroupProtocol,
+		RemoteAssignor:    k.RemoteAssignor,
+		ClientID:          m.cfg.Kafka.ClientID,
+		Dial:              m.conn.fetchDialer().DialNet,
+		Logger:            m.log,
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group %q: %w", k.Group, err)
 	}
-	// Closing the group ends the current generation (our revoke runs,
-	// commits, and returns), then leaves the group.
-	stop := context.AfterFunc(ctx, func() { _ = cg.Close() })
-	defer func() {
-		stop()
-		_ = cg.Close()
-		m.commits.Wait()
-	}()
-	failures := 0
-	for {
-		gen, err := cg.Next(context.Background())
-		switch {
-		case errors.Is(err, kafka.ErrGroupClosed):
-			return nil
-		case err != nil:
-			failures++
-			lvl := zap.InfoLevel
-			if failures > 3 {
-				lvl = zap.WarnLevel
-			}
-			m.log.Check(lvl, "joining the consumer group failed; retrying").Write(zap.String("group", k.Group),
-				zap.Int("attempt", failures), zap.Error(err), zap.String("check", groupHint(err)))
-			continue
+	m.gen, m.owned, m.idleSince = offsets.NoGeneration, map[offsetstore.TopicPartition]bool{}, time.Now()
+	var wg conc.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = gm.Run(ctx) })
+	for ev := range gm.Events() {
+		switch e := ev.(type) {
+		case group.Assigned:
+			m.assigned(ctx, gm, e)
+		case group.Revoke:
+			m.revoke(ctx, gm, e.Generation, e.Partitions, false)
+			e.Done()
+		case group.Lost:
+			m.log.Warn("consumer group: partitions lost", zap.String("group", k.Group),
+				zap.Int("partitions", len(e.Partitions)), zap.Error(e.Err))
+			m.revoke(ctx, gm, m.gen, e.Partitions, true)
 		}
-		failures = 0
-		if ctx.Err() != nil {
-			// Stopping. Our last generation ended when its function
-			// returned, which can be before the Close that ctx triggers
-			// reaches the group, and then kafka-go joins the next
-			// generation. Do not start it: its assignment would replace
-			// the state the run ends with (a stopped partition would be
-			// forgotten, and Run return nil). Close leaves the group.
-			return nil
+	}
+	wg.Wait()
+	if runErr != nil {
+		return fmt.Errorf("consumer group %q: %w", k.Group, runErr)
+	}
+	return nil
+}
+
+// assigned moves the coordinator to the member's new generation with the
+// partitions it gained; those it owns already go on.
+func (m *member) assigned(ctx context.Context, gm *group.Member, e group.Assigned) {
+	parts := make([]assignedPartition, 0, len(e.Partitions))
+	for _, p := range e.Partitions {
+		start := offsetstore.ByPolicy()
+		if p.Committed >= 0 {
+			// with the committed leader epoch, the position is checked
+			// against the leader's log before fetching (KIP-320)
+			start = offsetstore.CommittedAt(p.Committed, p.LeaderEpoch)
 		}
-		m.generation(ctx, gen)
+		parts = append(parts, assignedPartition{tp: p.TopicPartition, start: start})
+		m.owned[p.TopicPartition] = true
+	}
+	m.newGeneration(ctx, gm, e.Generation, parts)
+	m.log.Info("generation started", zap.String("group", m.cfg.Consumer.Group), zap.Int32("generation", int32(e.Generation)),
+		zap.Int("added", len(parts)), zap.Int("partitions", len(m.owned)))
+	if m.obs != nil {
+		var paused time.Duration
+		if len(m.owned) == len(parts) {
+			paused = time.Since(m.idleSince) // it had nothing before
+		}
+		m.obs.Rebalanced(Rebalance{Generation: int32(e.Generation), Partitions: len(m.owned), Paused: paused})
 	}
 }
 
-func groupHint(err error) string {
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kafka.RebalanceInProgress:
-			return "a rebalance is in progress; this resolves itself"
-		case kafka.GroupAuthorizationFailed:
-			return "the principal may not use this group: check the group ACLs"
-		case kafka.InvalidSessionTimeout:
-			return "consumer.session_timeout is outside the broker's group.min/max.session.timeout.ms"
-		case kafka.GroupCoordinatorNotAvailable, kafka.NotCoordinatorForGroup:
-			return "the group coordinator is moving; this resolves itself"
-		}
-	}
-	return "the brokers in kafka.brokers must be reachable"
+func (m *member) newGeneration(ctx context.Context, gm *group.Member, gen offsets.Generation, parts []assignedPartition) {
+	m.gen, m.store = gen, &memberStore{m: gm, gen: gen}
+	m.loop.send(ctx, &assignEvent{gen: gen, store: m.store, partitions: parts})
 }
 
-// generation starts the work of one generation. kafka-go runs fn on its
-// own goroutine and waits for it before joining the next generation.
-func (m *member) generation(ctx context.Context, gen *kafka.Generation) {
-	gen.Start(func(genCtx context.Context) {
-		id := offsets.Generation(gen.ID)
-		var parts []assignedPartition
-		for topic, as := range gen.Assignments {
-			for _, a := range as {
-				tp := offsetstore.TopicPartition{Topic: topic, Partition: int32(a.ID)}
-				start := offsetstore.ByPolicy()
-				if a.Offset >= 0 {
-					start = offsetstore.Committed(a.Offset)
-				}
-				parts = append(parts, assignedPartition{tp: tp, start: start})
-			}
+// revoke has the coordinator give up tps (drain, final commit, release;
+// or, lost, release at once) and waits until it did, or its deadline
+// passed.
+func (m *member) revoke(ctx context.Context, gm *group.Member, gen offsets.Generation, tps []offsetstore.TopicPartition, lost bool) {
+	if gen != m.gen && !lost {
+		// The member moved to a new generation before revoking (a
+		// cooperative rebalance): the coordinator moves too, keeping
+		// its partitions, so the final commit carries it.
+		m.newGeneration(ctx, gm, gen, nil)
+	}
+	var mine []offsetstore.TopicPartition
+	for _, tp := range tps {
+		if m.owned[tp] {
+			mine = append(mine, tp)
 		}
-		sort.Slice(parts, func(i, j int) bool {
-			if parts[i].tp.Topic != parts[j].tp.Topic {
-				return parts[i].tp.Topic < parts[j].tp.Topic
-			}
-			return parts[i].tp.Partition < parts[j].tp.Partition
-		})
-		m.log.Info("generation started", zap.String("group", gen.GroupID), zap.Int32("generation", gen.ID),
-			zap.String("member", gen.MemberID), zap.Int("partitions", len(parts)))
-		if m.obs != nil {
-			m.obs.Rebalanced(Rebalance{Generation: gen.ID, Partitions: len(parts), Paused: time.Since(time.Unix(0, m.idleSince.Load()))})
-		}
-		store := &generationStore{gen: gen, id: id, calls: &m.commits}
-		if !m.loop.send(ctx, &assignEvent{gen: id, store: store, partitions: parts}) {
-			return
-		}
-		select {
-		case <-genCtx.Done():
-		case <-ctx.Done():
-		}
-		// The generation is over (rebalance) or we are stopping: drain
-		// and commit within the rebalance timeout or the shutdown
-		// deadline.
-		now := time.Now()
-		m.idleSince.Store(now.UnixNano())
-		stopping := ctx.Err() != nil
-		total := m.cfg.Consumer.RebalanceTimeout * 3 / 4
-		if stopping {
-			// graceful stop: the run's hard deadline is ShutdownTimeout
-			// after ctx ended; keep a little of it to leave the group
-			total = m.cfg.ShutdownTimeout - m.cfg.ShutdownTimeout/20
-		}
-		deadline := now.Add(total)
-		drainBy := now.Add(total * 2 / 3)
+	}
+	if len(mine) == 0 {
+		return
+	}
+	all := len(mine) == len(m.owned)
+	ev := &revokeEvent{gen: m.gen, lost: lost, done: make(chan error, 1)}
+	if !all {
+		ev.partitions = mine // the others keep going
+	}
+	now := time.Now()
+	stopping := ctx.Err() != nil
+	total := m.cfg.Consumer.RebalanceTimeout * 3 / 4
+	if stopping {
+		// graceful stop: the run's hard deadline is ShutdownTimeout
+		// after ctx ended; keep a little of it to leave the group
+		total = m.cfg.ShutdownTimeout - m.cfg.ShutdownTimeout/20
+	}
+	ev.deadline = now.Add(total)
+	ev.drainBy = now.Add(total * 2 / 3)
+	if !lost {
 		what := "rebalance: revoking partitions"
 		if stopping {
 			what = "stopping"
 		}
 		m.log.Info(what+": in-flight records may finish until the drain deadline, then the processed offsets are committed",
-			zap.Int32("generation", gen.ID), zap.Duration("drain_deadline", drainBy.Sub(now).Round(time.Millisecond)),
+			zap.Int32("generation", int32(m.gen)), zap.Int("partitions", len(mine)), zap.Int("staying", len(m.owned)-len(mine)),
+			zap.Duration("drain_deadline", ev.drainBy.Sub(now).Round(time.Millisecond)),
 			zap.Duration("commit_deadline", total.Round(time.Millisecond)))
-		ev := &revokeEvent{gen: id, drainBy: drainBy, deadline: deadline, done: make(chan error, 1)}
-		rctx, cancel := context.WithDeadline(context.Background(), deadline.Add(time.Second))
-		defer cancel()
-		if !m.loop.send(rctx, ev) {
-			return
-		}
-		select {
-		case err := <-ev.done:
-			if stopping {
-				m.finalErr = err
-			}
-			switch {
-			case err != nil:
-				m.log.Warn("revoke finished with an error", zap.Int32("generation", gen.ID), zap.Error(err))
-			case ev.drainMissed:
-				m.log.Info("generation ended: committed the records that finished; those in flight at the drain deadline "+
-					"were not committed and are processed again by the partition's next owner", zap.Int32("generation", gen.ID))
-			default:
-				m.log.Info("generation ended: in-flight work drained and committed", zap.Int32("generation", gen.ID))
-			}
-		case <-rctx.Done():
-			err := fmt.Errorf("revoke of generation %d did not finish before its deadline", gen.ID)
-			if stopping {
-				m.finalErr = err
-			}
-			m.log.Warn(err.Error())
-		}
-		if m.obs != nil {
-			m.obs.Rebalanced(Rebalance{Generation: gen.ID, Ended: true, Partitions: len(parts)})
-		}
-	})
+	}
+	rctx, cancel := context.WithDeadline(context.Background(), ev.deadline.Add(time.Second))
+	defer cancel()
+	for _, tp := range mine {
+		delete(m.owned, tp)
+	}
+	if len(m.owned) == 0 {
+		m.idleSince = now
+	}
+	if !m.loop.send(rctx, ev) {
+		return
+	}
+	var err error
+	select {
+	case err = <-ev.done:
+	case <-rctx.Done():
+		err = fmt.Errorf("revoke of generation %d did not finish before its deadline", m.gen)
+	}
+	if stopping && all {
+		m.finalErr = err
+	}
+	switch {
+	case lost:
+	case err != nil:
+		m.log.Warn("revoke finished with an error", zap.Int32("generation", int32(m.gen)), zap.Error(err))
+	case ev.drainMissed:
+		m.log.Info("partitions revoked: committed the records that finished; those in flight at the drain deadline "+
+			"were not committed and are processed again by the partition's next owner", zap.Int32("generation", int32(m.gen)),
+			zap.Int("partitions", len(mine)))
+	default:
+		m.log.Info("partitions revoked: in-flight work drained and committed", zap.Int32("generation", int32(m.gen)),
+			zap.Int("partitions", len(mine)))
+	}
+	if m.obs != nil {
+		m.obs.Rebalanced(Rebalance{Generation: int32(m.gen), Ended: true, Partitions: len(mine)})
+	}
 }
 
-// generationStore commits offsets under one group generation.
-type generationStore struct {
-	gen   *kafka.Generation
-	id    offsets.Generation
-	calls *conc.WaitGroup
+// memberStore commits offsets through the group member, under one
+// generation.
+type memberStore struct {
+	m   *group.Member
+	gen offsets.Generation
 }
 
 // Commit implements offsets.CommitStore.
-func (s *generationStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
-	if b.Generation() != s.id {
-		return fmt.Errorf("%w: batch of generation %d, store of generation %d", offsets.ErrStaleGeneration, b.Generation(), s.id)
+func (s *memberStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
+	if b.Generation() != s.gen {
+		return fmt.Errorf("%w: request of generation %d, store of generation %d", offsets.ErrStaleGeneration, b.Generation(), s.gen)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// e.LeaderEpoch is dropped: kafka-go commits with OffsetCommit v2,
-	// which has no field for it (a group member sending v7+ commits it)
-	byTopic := make(map[string]map[int]int64)
+	offs := make([]group.Offset, 0, b.Len())
 	for i := 0; i < b.Len(); i++ {
 		e := b.At(i)
-		if byTopic[e.Partition.Topic] == nil {
-			byTopic[e.Partition.Topic] = make(map[int]int64)
-		}
-		byTopic[e.Partition.Topic][int(e.Partition.Partition)] = e.Offset
+		// the leader epoch of the record below the offset (-1 unknown):
+		// a restart from this commit validates it (KIP-320)
+		offs = append(offs, group.Offset{TopicPartition: e.Partition, Offset: e.Offset, LeaderEpoch: e.LeaderEpoch})
 	}
-	// kafka-go's commit takes no context; it is bounded by the group's
-	// Timeout (kafka.dial_timeout). Stop waiting for it when ctx ends.
-	res := make(chan error, 1)
-	s.calls.Go(func() { res <- s.gen.CommitOffsets(byTopic) })
-	var err error
-	select {
-	case err = <-res:
-	case <-ctx.Done():
-		return fmt.Errorf("commit not acknowledged in time: %w", ctx.Err())
-	}
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kafka.RebalanceInProgress, kafka.IllegalGeneration, kafka.UnknownMemberId, kafka.NotCoordinatorForGroup, kafka.FencedInstanceID:
-			return fmt.Errorf("%w: %w", offsets.ErrGenerationEnded, err)
-		}
+	err := s.m.Commit(ctx, offs)
+	if err != nil && !errors.Is(err, offsets.ErrGenerationEnded) && ctx.Err() != nil {
+		return fmt.Errorf("commit not acknowledged in time: %w", err)
 	}
 	return err
 }

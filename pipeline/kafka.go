@@ -18,8 +18,9 @@ import (
 )
 
 // connection is what every client of a pipeline shares: TLS, SASL,
-// client id; for kafka-go (membership, commits, lookups, producing) and
-// for the fetch path's own connections.
+// client id; for kafka-go's Transport (lookups, metadata, producing) and
+// for the connections the engine frames requests on itself (the fetch
+// path, the group member).
 type connection struct {
 	brokers   []string
 	clientID  string
@@ -93,17 +94,6 @@ func (c *connection) transport(metadataTTL time.Duration, topics []string) *kafk
 		ClientID:       c.clientID,
 		TLS:            c.tls,
 		SASL:           c.sasl,
-	}
-}
-
-// dialer returns the Dialer the consumer group's connections use.
-func (c *connection) dialer() *kafka.Dialer {
-	return &kafka.Dialer{
-		ClientID:      c.clientID,
-		Timeout:       c.timeout,
-		DualStack:     true,
-		TLS:           c.tls,
-		SASLMechanism: c.sasl,
 	}
 }
 

@@ -32,7 +32,9 @@ var recordPathSteps atomic.Int64
 // interleavings of fetch, lookup and commit answers, batches handed to
 // processing, units starting, running and finishing in any order,
 // reports reaching the coordinator late, seeks, revokes with short
-// deadlines and new generations. The stages' outcomes per record are
+// deadlines and new generations, eager (revoke all, assign anew) or
+// cooperative (a new generation keeps the partitions that stay; a revoke
+// takes some while the others go on; partitions lost without a commit). The stages' outcomes per record are
 // drawn once: pass, drop, emit two, fail a few attempts, fail for good,
 // panic, hang past the processing timeout; the dead-letter sink takes a
 // record, fails a few times first, refuses it whole (too large), or
@@ -152,7 +154,11 @@ type rpModel struct {
 	gen        offsets.Generation
 	active     bool
 	revokeDone chan error
+	revokeAll  bool // the revoke in progress takes every partition
 	stores     map[offsets.Generation]*memoryStore
+	// ownedSince is, per assigned partition, the generation that
+	// assigned it: batches of it from that generation on are its own
+	ownedSince map[offsetstore.TopicPartition]offsets.Generation
 	committed  map[offsetstore.TopicPartition]int64 // the group's committed offsets, across generations
 
 	pending   []process.Message // emitted by the coordinator, not yet accepted by processing
@@ -216,6 +222,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		completed:   map[source]bool{},
 		skipped:     map[source]bool{},
 		checked:     map[offsets.RequestID]bool{},
+		ownedSince:  map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	concurrency := rapid.IntRange(1, 3).Draw(t, "concurrency")
 	m.sched = process.NewScheduler(concurrency, m.keyOrdering)
@@ -460,8 +467,80 @@ func (m *rpModel) assign(tps []offsetstore.TopicPartition) {
 	}
 	m.maxHanded = map[offsetstore.TopicPartition]offsetstore.Epoch{}
 	m.seekFence = map[offsetstore.TopicPartition]offsetstore.Epoch{}
+	clear(m.ownedSince)
+	for _, tp := range tps {
+		m.ownedSince[tp] = m.gen
+	}
 	m.h.assign(m.gen, store, parts...)
 	m.active, m.revokeDone = true, nil
+	m.afterStep()
+}
+
+// Reassign is a cooperative rebalance's new generation: the partitions
+// assigned now stay, with what they fetched and processed; some others
+// are added, from the group's committed offsets.
+func (m *rpModel) Reassign(t *rapid.T) {
+	if !m.active || m.revokeDone != nil {
+		t.Skip("no generation to move on from, or a revoke is in progress")
+	}
+	var add []offsetstore.TopicPartition
+	for _, tp := range rpTPs {
+		if m.h.c.byTP(tp) == nil && rapid.Bool().Draw(t, "added") {
+			add = append(add, tp)
+		}
+	}
+	m.reassign(add)
+}
+
+func (m *rpModel) reassign(add []offsetstore.TopicPartition) {
+	m.beforeStep()
+	for _, old := range m.stores {
+		old.Fence()
+	}
+	m.gen++
+	store := newMemoryStore(m.gen)
+	m.stores[m.gen] = store
+	var parts []assignedPartition
+	for _, tp := range add {
+		a := assignedPartition{tp: tp}
+		if c := m.committed[tp]; c >= 0 {
+			a.start = offsetstore.Committed(c)
+		}
+		parts = append(parts, a)
+		delete(m.maxHanded, tp)
+		delete(m.seekFence, tp)
+		m.ownedSince[tp] = m.gen
+	}
+	m.h.assign(m.gen, store, parts...)
+	m.afterStep()
+}
+
+// RevokeSome is a cooperative revoke of some partitions, with a long or
+// a short deadline, or their loss (the group gave them away: nothing is
+// drained or committed).
+func (m *rpModel) RevokeSome(t *rapid.T) {
+	if !m.active || m.revokeDone != nil {
+		t.Skip("nothing to revoke")
+	}
+	var tps []offsetstore.TopicPartition
+	for _, tp := range rpTPs {
+		if m.h.c.byTP(tp) != nil && rapid.Bool().Draw(t, "revoked") {
+			tps = append(tps, tp)
+		}
+	}
+	if len(tps) == 0 {
+		t.Skip("none drawn")
+	}
+	m.beforeStep()
+	m.revokeDone, m.revokeAll = make(chan error, 1), false
+	ev := &revokeEvent{gen: m.gen, partitions: tps, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone}
+	switch rapid.IntRange(0, 3).Draw(t, "revoke kind") {
+	case 0:
+		ev.lost = true
+	case 1:
+		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
+	}
+	m.h.send(ev)
 	m.afterStep()
 }
 
@@ -470,7 +549,7 @@ func (m *rpModel) Revoke(t *rapid.T) {
 		t.Skip("nothing to revoke")
 	}
 	m.beforeStep()
-	m.revokeDone = make(chan error, 1)
+	m.revokeDone, m.revokeAll = make(chan error, 1), true
 	ev := &revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone}
 	if rapid.IntRange(0, 2).Draw(t, "short deadline") == 0 {
 		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
@@ -752,7 +831,8 @@ func (m *rpModel) deliverReport(t *rapid.T) {
 	m.reports = m.reports[1:]
 	preSeek := map[offsetstore.TopicPartition]bool{}
 	for _, c := range rep.Completions {
-		if tp := c.Batch.Partition(); c.Err != nil && c.Batch.Generation() == m.gen && c.Batch.Epoch() <= m.seekFence[tp] {
+		tp := c.Batch.Partition()
+		if since, owned := m.ownedSince[tp]; owned && c.Err != nil && c.Batch.Generation() >= since && c.Batch.Epoch() <= m.seekFence[tp] {
 			preSeek[tp] = true
 		}
 	}
@@ -861,8 +941,16 @@ func (m *rpModel) afterStep() {
 	if m.revokeDone != nil {
 		select {
 		case <-m.revokeDone:
-			m.active, m.revokeDone = false, nil
+			if m.revokeAll {
+				m.active = false
+			}
+			m.revokeDone = nil
 		default:
+		}
+	}
+	for tp := range m.ownedSince {
+		if m.h.c.byTP(tp) == nil {
+			delete(m.ownedSince, tp) // revoked or lost
 		}
 	}
 	for _, req := range m.h.commits {
@@ -914,19 +1002,36 @@ func (m *rpModel) Check(t *rapid.T) {
 // new faults, and checks that everything that should happen did.
 func (m *rpModel) drainAndCheckLiveness(t *rapid.T) {
 	m.drawing = false // records not seen yet pass every stage
-	if m.active && m.revokeDone == nil && (len(m.h.c.index) < len(rpTPs) || m.h.c.fenced) {
-		// end with every partition assigned: revoke, then assign all;
-		// a fenced generation is ending anyway (the group rebalances)
-		m.beforeStep()
-		m.revokeDone = make(chan error, 1)
-		m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
-		m.afterStep()
-	}
+	cooperative := rapid.Bool().Draw(t, "cooperative end")
 	quiet := 0
 	for round := 0; round < 400 && quiet < 3; round++ {
 		moved := m.drainRound(t)
-		if !m.active && m.revokeDone == nil {
+		// End with every partition assigned. A fenced generation is
+		// ending anyway (the group rebalances).
+		switch {
+		case m.revokeDone != nil:
+			// a revoke in progress finishes first
+		case !m.active:
 			m.assign(rpTPs)
+			moved = true
+		case len(m.h.c.index) == len(rpTPs) && !m.h.c.fenced:
+		case cooperative:
+			// a cooperative rebalance: a new generation keeps what is
+			// assigned and adds the rest
+			var add []offsetstore.TopicPartition
+			for _, tp := range rpTPs {
+				if m.h.c.byTP(tp) == nil {
+					add = append(add, tp)
+				}
+			}
+			m.reassign(add)
+			moved = true
+		default:
+			// an eager one: revoke everything, then assign all
+			m.beforeStep()
+			m.revokeDone, m.revokeAll = make(chan error, 1), true
+			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
+			m.afterStep()
 			moved = true
 		}
 		if moved {

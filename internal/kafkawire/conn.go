@@ -71,6 +71,20 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (*Conn, error) {
 	return conn, nil
 }
 
+// DialNet connects to the broker at addr and authenticates, like Dial,
+// and returns the connection itself, for a client that frames its own
+// requests on it (the group member). network must be "tcp".
+func (d *Dialer) DialNet(ctx context.Context, network, addr string) (net.Conn, error) {
+	if network != "tcp" {
+		return nil, fmt.Errorf("dial broker %s: network %q is not tcp", addr, network)
+	}
+	c, err := d.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return c.c, nil
+}
+
 // Conn is one connection to one broker, for requests sent one at a time
 // and answered in order. It is not safe for concurrent use: one
 // goroutine owns it. After any error the connection is closed and every

@@ -212,3 +212,31 @@ func TestSkipTags(t *testing.T) {
 		})
 	}
 }
+
+// DialNet's connection is authenticated and speaks Kafka: a request
+// framed by hand on it is answered.
+func TestDialNetAuthenticates(t *testing.T) {
+	cluster := newCluster(t, kfake.EnableSASL(), kfake.Superuser("PLAIN", "alice", "right"))
+	d := &Dialer{Timeout: 5 * time.Second, SASL: plain.Auth{User: "alice", Pass: "right"}.AsMechanism()}
+	nc, err := d.DialNet(context.Background(), "tcp", cluster.ListenAddrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	req := kmsg.NewPtrApiVersionsRequest() // v0: no tagged fields
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("t")).AppendRequest(nil, req, 42)
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var head [8]byte
+	if _, err := io.ReadFull(nc, head[:]); err != nil {
+		t.Fatalf("no answer on the authenticated connection: %v", err)
+	}
+	if corr := binary.BigEndian.Uint32(head[4:]); corr != 42 {
+		t.Errorf("answer to request %d, want 42", corr)
+	}
+	if _, err := d.DialNet(context.Background(), "udp", cluster.ListenAddrs()[0]); err == nil {
+		t.Error("DialNet accepted network udp")
+	}
+}

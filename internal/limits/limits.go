@@ -52,19 +52,25 @@ const (
 
 // TopicName checks a topic name against Kafka's rules: 1 to 249 of the
 // characters a-z, A-Z, 0-9, '.', '_' and '-', and neither "." nor "..".
-func TopicName(name string) error {
+func TopicName(name string) error { return kafkaName("topic name", name) }
+
+// GroupInstanceID checks a static member's group.instance.id: Kafka
+// holds it to the rules of topic names.
+func GroupInstanceID(id string) error { return kafkaName("group instance id", id) }
+
+func kafkaName(what, name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("empty topic name")
+		return fmt.Errorf("empty %s", what)
 	case name == "." || name == "..":
-		return fmt.Errorf("%q is not a valid topic name", name)
+		return fmt.Errorf("%q is not a valid %s", name, what)
 	case len(name) > MaxTopicName:
-		return fmt.Errorf("topic name of %d characters; Kafka allows at most %d", len(name), MaxTopicName)
+		return fmt.Errorf("%s of %d characters; Kafka allows at most %d", what, len(name), MaxTopicName)
 	}
 	if i := strings.IndexFunc(name, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
 	}); i >= 0 {
-		return fmt.Errorf("%q is not a valid topic name: Kafka allows only letters, digits, '.', '_' and '-' (found %q)", name, []rune(name[i:])[0])
+		return fmt.Errorf("%q is not a valid %s: Kafka allows only letters, digits, '.', '_' and '-' (found %q)", name, what, []rune(name[i:])[0])
 	}
 	return nil
 }

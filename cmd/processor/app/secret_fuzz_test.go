@@ -41,6 +41,11 @@ consumer:
   session_timeout: @@
   heartbeat_interval: @@
   rebalance_timeout: @@
+  group_instance_id: @@
+  leave_group_on_close: @@
+  assignor: @@
+  group_protocol: @@
+  remote_assignor: @@
 dead_letter: {topic: @@, policy: @@, retries: @@, backoff: @@}
 http: {address: @@}
 log: {level: @@, format: @@}

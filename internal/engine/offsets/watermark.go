@@ -166,6 +166,12 @@ func (w *Watermark) insert(s Span) {
 	w.pending = p
 }
 
+// Continue carries the watermark into generation gen: the partition stays
+// owned across a rebalance (cooperative rebalancing keeps the partitions
+// that do not move), so what was processed still counts and the next
+// commit, under gen, writes it. From now on only marks of gen count.
+func (w *Watermark) Continue(gen Generation) { w.gen = gen }
+
 // Restart moves the watermark to offset even if that is backwards, and
 // from now on rejects marks of epochs before epoch. It is only for a
 // data-loss reset (the position was above the high watermark: the topic

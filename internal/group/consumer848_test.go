@@ -1,0 +1,113 @@
+package group
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// new848Cluster starts kfake with the consumer protocol's heartbeat
+// interval and session timeout lowered for fast tests.
+func new848Cluster(t *testing.T) *kafkatest.Cluster {
+	return kafkatest.New(t, 1, kfake.BrokerConfigs(map[string]string{
+		"group.consumer.heartbeat.interval.ms": "100",
+		"group.consumer.session.timeout.ms":    "1500",
+	}))
+}
+
+func config848(c *kafkatest.Cluster, assignor string) Config {
+	cfg := testConfig(c, "g", "t")
+	cfg.Protocol, cfg.RemoteAssignor = ProtocolConsumer, assignor
+	return cfg
+}
+
+// Members on the consumer protocol split the partitions evenly with each
+// remote assignor, never own one twice, and commit with their member
+// epoch.
+func TestConsumerProtocolAssignsAndCommits(t *testing.T) {
+	for _, assignor := range []string{"uniform", "range"} {
+		t.Run(assignor, func(t *testing.T) {
+			c := new848Cluster(t)
+			c.CreateTopic(t, "t", 6)
+			c.CommitOffsets(t, "g", "t", map[int32]int64{0: 4})
+			l := newLedger()
+			a := startMember(t, l, "a", config848(c, assignor), memberOpts{commitOnRev: true})
+			l.waitFor(t, 10*time.Second, "a owns all 6", func(o map[string][]offsetstore.TopicPartition) bool { return len(o["a"]) == 6 })
+			as, _ := lastAssigned(l.eventsOf("a"))
+			for _, p := range as.Partitions {
+				if want := map[bool]int64{true: 4, false: -1}[p.Partition == 0]; p.Committed != want {
+					t.Errorf("%s: committed %d, want %d", p.TopicPartition, p.Committed, want)
+				}
+			}
+			if err := a.m.Commit(context.Background(), []Offset{{TopicPartition: offsetstore.TopicPartition{Topic: "t", Partition: 1}, Offset: 11, LeaderEpoch: 0}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Committed(t, "g", "t"); got[1] != 11 {
+				t.Fatalf("committed %v, want 1:11", got)
+			}
+			startMember(t, l, "b", config848(c, assignor), memberOpts{commitOnRev: true})
+			startMember(t, l, "c", config848(c, assignor), memberOpts{commitOnRev: true})
+			l.waitFor(t, 15*time.Second, "2 each", func(o map[string][]offsetstore.TopicPartition) bool {
+				return slices.Equal(counts(o, "a", "b", "c"), []int{2, 2, 2})
+			})
+			// What a revoked to the others it committed first.
+			var revoked []offsetstore.TopicPartition
+			for _, ev := range l.eventsOf("a") {
+				if r, ok := ev.(Revoke); ok {
+					revoked = append(revoked, r.Partitions...)
+				}
+			}
+			if len(revoked) != 4 {
+				t.Errorf("a revoked %v, want the 4 partitions that moved", revoked)
+			}
+			if err := l.err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A static member on the consumer protocol that restarts within the
+// session timeout gets its partitions back; the other member revokes
+// nothing.
+func TestConsumerProtocolStaticRestart(t *testing.T) {
+	c := new848Cluster(t)
+	c.CreateTopic(t, "t", 4)
+	l := newLedger()
+	cfgFor := func(id string) Config {
+		cfg := config848(c, "")
+		cfg.InstanceID = "i-" + id
+		return cfg
+	}
+	startMember(t, l, "a", cfgFor("a"), memberOpts{commitOnRev: true})
+	b := startMember(t, l, "b", cfgFor("b"), memberOpts{commitOnRev: true})
+	l.waitFor(t, 10*time.Second, "2 each", func(o map[string][]offsetstore.TopicPartition) bool {
+		return slices.Equal(counts(o, "a", "b"), []int{2, 2})
+	})
+	before := l.owned()
+	aEvents := len(l.eventsOf("a"))
+	if err := b.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	startMember(t, l, "b2", cfgFor("b"), memberOpts{commitOnRev: true})
+	l.waitFor(t, 5*time.Second, "b2 owns b's partitions", func(o map[string][]offsetstore.TopicPartition) bool {
+		return slices.Equal(o["b2"], before["b"])
+	})
+	for _, ev := range l.eventsOf("a")[aEvents:] {
+		if r, ok := ev.(Revoke); ok {
+			t.Errorf("a revoked %v after b's restart", r.Partitions)
+		}
+	}
+	if !slices.Equal(l.owned()["a"], before["a"]) {
+		t.Errorf("a owns %v, want %v", l.owned()["a"], before["a"])
+	}
+	if err := l.err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,919 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/joingroup"
+	"github.com/segmentio/kafka-go/protocol/metadata"
+	"github.com/segmentio/kafka-go/protocol/offsetcommit"
+	"github.com/segmentio/kafka-go/protocol/offsetfetch"
+	"github.com/segmentio/kafka-go/protocol/syncgroup"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// Event is what the member tells its owner: Assigned, Revoke or Lost.
+type Event interface{ isEvent() }
+
+// Partition is an assigned partition with its committed offset.
+type Partition struct {
+	offsetstore.TopicPartition
+	// Committed is the group's committed offset, -1 if none.
+	Committed int64
+	// LeaderEpoch is the leader epoch committed with it, -1 if unknown.
+	LeaderEpoch int32
+	// Metadata is the commit's metadata string.
+	Metadata string
+}
+
+// Assigned is sent once for every generation the member joins: the
+// partitions it gained (possibly none, when a cooperative rebalance left
+// its partitions as they were) and the generation its commits now carry.
+// Partitions assigned earlier and not revoked stay assigned.
+type Assigned struct {
+	Generation offsets.Generation
+	Partitions []Partition
+}
+
+// Revoke asks the owner to stop the partitions, drain them, commit their
+// final offsets (Commit still accepts them) and then call Done. The
+// member heartbeats meanwhile and rejoins only after Done, so no other
+// member is given the partitions before then. The owner must call Done
+// within the rebalance timeout, or the coordinator removes the member.
+type Revoke struct {
+	Generation offsets.Generation
+	Partitions []offsetstore.TopicPartition
+	done       *doneOnce
+}
+
+// Done reports that the partitions are drained and committed. It may be
+// called more than once.
+func (r Revoke) Done() { r.done.close() }
+
+// Lost says the partitions were taken away without a revoke: the member's
+// session expired or the coordinator fenced it (Err says which). The owner
+// must stop them without committing; their commits would be refused and
+// another member may already own them.
+type Lost struct {
+	Partitions []offsetstore.TopicPartition
+	Err        error
+}
+
+func (Assigned) isEvent() {}
+func (Revoke) isEvent()   {}
+func (Lost) isEvent()     {}
+
+type doneOnce struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (d *doneOnce) close() { d.once.Do(func() { close(d.ch) }) }
+
+// Offset is a partition's offset to commit: the next offset to consume and
+// the leader epoch of the last record consumed (-1 if unknown).
+type Offset struct {
+	offsetstore.TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// Member is one consumer-group member speaking the classic group
+// protocol. Run drives it; Events delivers what it was assigned and must
+// revoke; Commit commits offsets under its current generation.
+type Member struct {
+	cfg     Config
+	events  chan Event
+	snap    atomic.Pointer[snapshot]
+	commit  chan *conn // the commit connection, held by the Commit using it
+	started atomic.Bool
+}
+
+// snapshot is what Commit needs from the Run goroutine: published whole,
+// never modified.
+type snapshot struct {
+	gen      int32
+	memberID string
+	owned    map[tp]bool
+}
+
+// New returns a member for cfg; it joins when Run starts.
+func New(cfg Config) (*Member, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{cfg: cfg, events: make(chan Event), commit: make(chan *conn, 1)}
+	m.commit <- nil
+	m.snap.Store(&snapshot{gen: -1})
+	return m, nil
+}
+
+// Events delivers the member's events in order. The owner must read it
+// until it is closed (Run closes it when it returns): the member waits for
+// each event to be taken, heartbeating meanwhile.
+func (m *Member) Events() <-chan Event { return m.events }
+
+// Run joins the group and stays in it until ctx ends; then it revokes
+// every partition (the owner drains and commits them, within
+// RebalanceTimeout), leaves the group unless the member is static (see
+// Config.LeaveOnClose), closes Events and returns nil. It returns an error
+// early only for what retrying cannot fix (a configuration the
+// coordinator refuses, a fenced instance id). Run may be called once.
+func (m *Member) Run(ctx context.Context) error {
+	if !m.started.CompareAndSwap(false, true) {
+		return errors.New("group: Run called twice on one Member")
+	}
+	defer close(m.events)
+	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}, hbInterval: m.cfg.HeartbeatInterval}
+	var err error
+	if m.cfg.Protocol == ProtocolConsumer {
+		s.consumer = true
+		err = s.loop848(ctx)
+		s.shutdown848(ctx)
+	} else {
+		err = s.loop(ctx)
+		s.shutdown(ctx)
+	}
+	s.coord.close()
+	c := <-m.commit // wait for a Commit in flight
+	c.close()
+	m.commit <- nil
+	return err
+}
+
+// runState is the member's state, owned by the Run goroutine.
+type runState struct {
+	m        *Member
+	cfg      Config
+	log      *zap.Logger
+	coord    *conn
+	memberID string
+	gen      int32
+	proto    assignor // the group's assignor, nil before the first join
+	owned    map[tp]bool
+	queue    []Event
+	revoking *pendingRevoke // a Revoke the owner has not finished
+	rejoin   bool           // the coordinator started a rebalance, or we revoked
+
+	consumer   bool          // the consumer group protocol (KIP-848)
+	hbInterval time.Duration // the heartbeat interval in use
+	member848  member848     // the consumer protocol's state
+
+	// leaderTopics are the partition counts the last assignment this
+	// member computed as leader used (nil: not the leader); metaAt is
+	// when they were last checked.
+	leaderTopics map[string]int32
+	metaAt       time.Time
+
+	lastAlive time.Time // the coordinator last renewed our session no earlier than this
+	lastHB    time.Time // when the last heartbeat was sent
+}
+
+var errLost = errors.New("the member's session ended")
+
+type fatalError struct{ error }
+
+func (e fatalError) Unwrap() error { return e.error }
+
+func (s *runState) loop(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		err := s.joinAndSync(ctx)
+		var fe fatalError
+		switch {
+		case errors.As(err, &fe):
+			return fe.error
+		case errors.Is(err, errLost):
+			s.lose(err)
+			continue
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			lvl := zap.DebugLevel
+			if failures > 3 {
+				lvl = zap.WarnLevel
+			}
+			s.log.Check(lvl, "joining the consumer group failed; retrying").Write(zap.String("group", s.cfg.Group),
+				zap.Int("attempt", failures), zap.Error(err))
+			if err := s.wait(ctx, waitFor{until: time.Now().Add(s.cfg.RetryBackoff)}); err != nil {
+				if errors.As(err, &fe) {
+					return fe.error
+				}
+				s.lose(err)
+			}
+			continue
+		}
+		failures = 0
+		// Steady: heartbeat until a rebalance, a loss or the end.
+		for !s.rejoin && ctx.Err() == nil {
+			if err := s.wait(ctx, waitFor{onRejoin: true}); err != nil {
+				if errors.As(err, &fe) {
+					return fe.error
+				}
+				s.lose(err)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// publish makes the current generation and assignment visible to Commit.
+func (s *runState) publish() {
+	owned := make(map[tp]bool, len(s.owned))
+	for k := range s.owned {
+		owned[k] = true
+	}
+	s.m.snap.Store(&snapshot{gen: s.gen, memberID: s.memberID, owned: owned})
+}
+
+// lose gives up every partition without a revoke and forgets the
+// generation and member id, so the next join starts afresh.
+func (s *runState) lose(err error) {
+	s.log.Info("consumer group membership lost; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
+	if r := s.revoking; r != nil {
+		select {
+		case <-r.done.ch: // the owner finished this revoke: not lost
+			for k := range r.set {
+				delete(s.owned, k)
+			}
+		default:
+		}
+	}
+	if len(s.owned) > 0 {
+		s.queue = append(s.queue, Lost{Partitions: toTPs(s.owned), Err: err})
+	}
+	s.owned = map[tp]bool{}
+	s.revoking = nil
+	s.gen, s.memberID = -1, ""
+	s.publish()
+}
+
+func toTPs(set map[tp]bool) []offsetstore.TopicPartition {
+	out := make([]offsetstore.TopicPartition, 0, len(set))
+	for _, k := range slices.SortedFunc(mapKeys(set), cmpTP) {
+		out = append(out, offsetstore.TopicPartition{Topic: k.topic, Partition: k.part})
+	}
+	return out
+}
+
+func (s *runState) dropConn() {
+	s.coord.close()
+	s.coord = nil
+}
+
+func (s *runState) connect(ctx context.Context) error {
+	if s.coord != nil && s.coord.err == nil {
+		return nil
+	}
+	s.dropConn()
+	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.SASL, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
+	if err != nil {
+		return err
+	}
+	s.coord = c
+	return nil
+}
+
+func (s *runState) joinAndSync(ctx context.Context) error {
+	if err := s.wait(ctx, waitFor{flushed: true}); err != nil {
+		return err
+	}
+	if s.proto != nil && !s.proto.cooperative() && len(s.owned) > 0 {
+		// Eager: give everything up before joining.
+		if err := s.revoke(ctx, s.owned); err != nil {
+			return err
+		}
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	jr, err := s.join(ctx)
+	if err != nil {
+		return err
+	}
+	if jr.GenerationID != s.gen && s.gen >= 0 {
+		// The group moved to a new generation: a commit of ours under
+		// the old one would be refused from now on. Refuse them here,
+		// and let one in flight finish before we sync, so that no
+		// commit of an older generation follows our SyncGroup (the
+		// owner commits again once it has the new generation).
+		s.m.snap.Store(&snapshot{gen: -1})
+		select {
+		case c := <-s.m.commit:
+			s.m.commit <- c
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	s.rejoin = false
+	proto, err := assignorFor(jr.ProtocolName)
+	if err != nil {
+		return fatalError{fmt.Errorf("the group chose assignor %q, which this member did not offer: %w", jr.ProtocolName, err)}
+	}
+	var plan []syncgroup.RequestAssignment
+	s.leaderTopics = nil
+	if jr.LeaderID == jr.MemberID {
+		plan, err = s.lead(ctx, proto, jr.Members)
+		if err != nil {
+			return err
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.RebalanceTimeout+s.cfg.SessionTimeout)
+	defer cancel()
+	resp, err := s.coord.roundTrip(sctx, minSyncGroup, &syncgroup.Request{
+		GroupID: s.cfg.Group, GenerationID: jr.GenerationID, MemberID: s.memberID, GroupInstanceID: s.cfg.InstanceID,
+		ProtocolType: "consumer", ProtocolName: jr.ProtocolName, Assignments: plan,
+	})
+	if err != nil {
+		s.dropConn()
+		return err
+	}
+	sr := resp.(*syncgroup.Response)
+	if err := s.groupError("SyncGroup", sr.ErrorCode); err != nil {
+		return err
+	}
+	assigned, err := decodeAssignment(sr.Assignments)
+	if err != nil {
+		return err
+	}
+	s.lastAlive, s.lastHB = time.Now(), time.Now()
+	s.gen, s.proto = jr.GenerationID, proto
+	next := map[tp]bool{}
+	for t, ps := range assigned {
+		for _, p := range ps {
+			next[tp{t, p}] = true
+		}
+	}
+	added, revoked := map[tp]bool{}, map[tp]bool{}
+	for k := range next {
+		if !s.owned[k] {
+			added[k] = true
+			s.owned[k] = true
+		}
+	}
+	for k := range s.owned {
+		if !next[k] {
+			revoked[k] = true
+		}
+	}
+	s.publish()
+	s.log.Info("joined the consumer group", zap.String("group", s.cfg.Group), zap.Int32("generation", s.gen),
+		zap.String("assignor", proto.name()), zap.Int("assigned", len(next)), zap.Int("added", len(added)), zap.Int("revoked", len(revoked)))
+	parts, err := s.fetchCommitted(ctx, added)
+	if err != nil {
+		// Without their offsets the owner cannot start them: give them
+		// back (the next rebalance sees them unowned) and rejoin.
+		s.log.Warn("fetching committed offsets failed; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
+		for k := range added {
+			delete(s.owned, k)
+		}
+		s.publish()
+		s.rejoin = true
+		return nil
+	}
+	s.queue = append(s.queue, Assigned{Generation: offsets.Generation(s.gen), Partitions: parts})
+	if len(revoked) > 0 {
+		if err := s.revoke(ctx, revoked); err != nil {
+			return err
+		}
+		s.rejoin = true // the revoked partitions wait for us to rejoin
+	}
+	return nil
+}
+
+// join sends JoinGroup until it succeeds or fails for good.
+func (s *runState) join(ctx context.Context) (*joingroup.Response, error) {
+	var protos []joingroup.RequestProtocol
+	for _, name := range s.cfg.Assignors {
+		a, _ := assignorFor(name)
+		var owned map[string][]int32
+		gen := int32(-1)
+		if a.cooperative() {
+			owned = map[string][]int32{}
+			for k := range s.owned {
+				owned[k.topic] = append(owned[k.topic], k.part)
+			}
+			gen = s.gen
+		}
+		protos = append(protos, joingroup.RequestProtocol{Name: name,
+			Metadata: encodeSubscription(s.cfg.Topics, owned, gen, s.cfg.Rack, a.userData(gen))})
+	}
+	for {
+		jctx, cancel := context.WithTimeout(ctx, s.cfg.RebalanceTimeout+s.cfg.SessionTimeout)
+		resp, err := s.coord.roundTrip(jctx, minJoinGroup, &joingroup.Request{
+			GroupID: s.cfg.Group, SessionTimeoutMS: int32(s.cfg.SessionTimeout.Milliseconds()),
+			RebalanceTimeoutMS: int32(s.cfg.RebalanceTimeout.Milliseconds()), MemberID: s.memberID,
+			GroupInstanceID: s.cfg.InstanceID, ProtocolType: "consumer", Protocols: protos,
+		})
+		cancel()
+		if err != nil {
+			s.dropConn()
+			return nil, err
+		}
+		r := resp.(*joingroup.Response)
+		if kafka.Error(r.ErrorCode) == kafka.MemberIDRequired {
+			s.memberID = r.MemberID
+			continue
+		}
+		if err := s.groupError("JoinGroup", r.ErrorCode); err != nil {
+			return nil, err
+		}
+		s.memberID = r.MemberID
+		return r, nil
+	}
+}
+
+// groupError classifies a JoinGroup, SyncGroup or Heartbeat error code.
+func (s *runState) groupError(req string, code int16) error {
+	if code == 0 {
+		return nil
+	}
+	kerr := kafka.Error(code)
+	err := fmt.Errorf("%s for group %q: %w", req, s.cfg.Group, kerr)
+	switch {
+	case kerr == kafka.RebalanceInProgress:
+		s.rejoin = true
+		return err
+	case kerr == kafka.UnknownMemberId || kerr == kafka.IllegalGeneration:
+		return fmt.Errorf("%w: %w", errLost, err)
+	case kerr == kafka.FencedInstanceID:
+		return fatalError{fmt.Errorf("%w (%q): %w", ErrFencedInstance, s.cfg.InstanceID, err)}
+	case isCoordinatorError(code):
+		s.dropConn()
+		return err
+	case kerr == kafka.InconsistentGroupProtocol:
+		return fatalError{fmt.Errorf("%w: the group's members share no assignor (this member offers %v)", err, s.cfg.Assignors)}
+	case kerr == kafka.InvalidSessionTimeout:
+		return fatalError{fmt.Errorf("%w: session timeout %v is outside the broker's group.min/max.session.timeout.ms", err, s.cfg.SessionTimeout)}
+	case kerr == kafka.GroupAuthorizationFailed:
+		return fatalError{fmt.Errorf("%w: the principal may not use this group; check the group ACLs", err)}
+	case kerr == kafka.GroupMaxSizeReached:
+		return fatalError{fmt.Errorf("%w: the group is at the broker's group.max.size", err)}
+	}
+	return err
+}
+
+// lead runs the assignor on the members' subscriptions.
+func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.ResponseMember) ([]syncgroup.RequestAssignment, error) {
+	metas := make([]memberMeta, 0, len(members))
+	topicSet := map[string]bool{}
+	for _, jm := range members {
+		mm, err := decodeSubscription(jm.MemberID, jm.GroupInstanceID, jm.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		metas = append(metas, mm)
+		for _, t := range mm.Topics {
+			topicSet[t] = true
+		}
+	}
+	topics, err := s.partitionCounts(ctx, sortedKeys(topicSet))
+	if err != nil {
+		return nil, err
+	}
+	s.leaderTopics, s.metaAt = topics, time.Now()
+	plan := a.assign(metas, topics)
+	if a.cooperative() {
+		adjustCooperative(plan, metas)
+	}
+	out := make([]syncgroup.RequestAssignment, 0, len(metas))
+	for _, mm := range metas {
+		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
+	}
+	return out, nil
+}
+
+// partitionCounts returns the partition count of each existing topic of
+// names.
+func (s *runState) partitionCounts(ctx context.Context, names []string) (map[string]int32, error) {
+	mctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
+	defer cancel()
+	if err := s.connect(mctx); err != nil {
+		return nil, err
+	}
+	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: names})
+	if err != nil {
+		s.dropConn()
+		return nil, err
+	}
+	topics := map[string]int32{}
+	for _, t := range resp.(*metadata.Response).Topics {
+		if t.ErrorCode == 0 {
+			topics[t.Name] = int32(len(t.Partitions))
+		} else {
+			s.log.Warn("a subscribed topic is not assignable", zap.String("topic", t.Name), zap.Error(kafka.Error(t.ErrorCode)))
+		}
+	}
+	return topics, nil
+}
+
+// checkPartitions, on the leader, rejoins (which starts a rebalance) when
+// a subscribed topic's partition count changed since its last assignment.
+func (s *runState) checkPartitions(ctx context.Context) {
+	s.metaAt = time.Now()
+	now, err := s.partitionCounts(ctx, sortedKeys(s.leaderTopics))
+	if err != nil {
+		s.log.Debug("checking partition counts failed", zap.String("group", s.cfg.Group), zap.Error(err))
+		return
+	}
+	if !maps.Equal(now, s.leaderTopics) {
+		s.log.Info("subscribed topics changed partitions; rebalancing", zap.String("group", s.cfg.Group))
+		s.rejoin = true
+	}
+}
+
+// fetchCommitted reads the committed offsets of the partitions.
+func (s *runState) fetchCommitted(ctx context.Context, set map[tp]bool) ([]Partition, error) {
+	if len(set) == 0 {
+		return nil, nil
+	}
+	byTopic := map[string][]int32{}
+	for k := range set {
+		byTopic[k.topic] = append(byTopic[k.topic], k.part)
+	}
+	req := &offsetfetch.Request{GroupID: s.cfg.Group}
+	for _, t := range sortedKeys(byTopic) {
+		req.Topics = append(req.Topics, offsetfetch.RequestTopic{Name: t, PartitionIndexes: byTopic[t]})
+	}
+	fctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
+	defer cancel()
+	resp, err := s.coord.roundTrip(fctx, minOffsetFetch, req)
+	if err != nil {
+		s.dropConn()
+		return nil, err
+	}
+	r := resp.(*offsetfetch.Response)
+	if r.ErrorCode != 0 {
+		if isCoordinatorError(r.ErrorCode) {
+			s.dropConn()
+		}
+		return nil, fmt.Errorf("OffsetFetch for group %q: %w", s.cfg.Group, kafka.Error(r.ErrorCode))
+	}
+	got := map[tp]Partition{}
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("OffsetFetch for group %q, %s/%d: %w", s.cfg.Group, t.Name, p.PartitionIndex, kafka.Error(p.ErrorCode))
+			}
+			got[tp{t.Name, p.PartitionIndex}] = Partition{
+				TopicPartition: offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex},
+				Committed:      p.CommittedOffset, LeaderEpoch: p.ComittedLeaderEpoch, Metadata: p.Metadata,
+			}
+		}
+	}
+	out := make([]Partition, 0, len(set))
+	for _, k := range slices.SortedFunc(mapKeys(set), cmpTP) {
+		p, ok := got[k]
+		if !ok {
+			return nil, fmt.Errorf("OffsetFetch for group %q did not answer for %s/%d", s.cfg.Group, k.topic, k.part)
+		}
+		if p.Committed < 0 {
+			p.Committed, p.LeaderEpoch = -1, -1
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// revoke asks the owner to give up set and waits for it, heartbeating;
+// the partitions stay committable until then. A revoke interrupted (ctx
+// ended) stays pending: the next revoke waits for it rather than asking
+// twice.
+func (s *runState) revoke(ctx context.Context, set map[tp]bool) error {
+	if s.revoking == nil {
+		d := &doneOnce{ch: make(chan struct{})}
+		s.revoking = &pendingRevoke{set: maps.Clone(set), done: d}
+		s.queue = append(s.queue, Revoke{Generation: offsets.Generation(s.gen), Partitions: toTPs(set), done: d})
+	}
+	r := s.revoking
+	if err := s.wait(ctx, waitFor{done: r.done.ch}); err != nil {
+		return err
+	}
+	select {
+	case <-r.done.ch:
+	default:
+		return context.Cause(ctx)
+	}
+	s.revoking = nil
+	rest := map[tp]bool{}
+	for k := range set {
+		if !r.set[k] {
+			rest[k] = true
+		}
+	}
+	for k := range r.set {
+		delete(s.owned, k)
+	}
+	s.publish()
+	if len(rest) > 0 {
+		return s.revoke(ctx, rest)
+	}
+	return nil
+}
+
+type pendingRevoke struct {
+	set  map[tp]bool
+	done *doneOnce
+}
+
+// waitFor says what ends a wait.
+type waitFor struct {
+	until    time.Time     // a time (zero: none)
+	done     chan struct{} // a channel closing
+	onRejoin bool          // the coordinator starting a rebalance
+	flushed  bool          // every queued event delivered
+}
+
+// wait blocks until what w names happens or ctx ends. Meanwhile it
+// delivers queued events and, while the member is in a generation,
+// heartbeats; it returns an error wrapping errLost when the session ended
+// (the coordinator fenced the member, or no heartbeat was answered for a
+// session timeout), a fatalError, or nil.
+func (s *runState) wait(ctx context.Context, w waitFor) error {
+	var until <-chan time.Time
+	if !w.until.IsZero() {
+		t := time.NewTimer(time.Until(w.until))
+		defer t.Stop()
+		until = t.C
+	}
+	for {
+		if w.flushed && len(s.queue) == 0 {
+			return nil
+		}
+		if w.onRejoin && s.rejoin {
+			return nil
+		}
+		var out chan Event
+		var next Event
+		if len(s.queue) > 0 {
+			out, next = s.m.events, s.queue[0]
+		}
+		var hb, lost <-chan time.Time
+		var hbTimer, lostTimer *time.Timer
+		if s.gen >= 0 {
+			left := time.Until(s.lastAlive.Add(s.aliveFor()))
+			if left <= 0 {
+				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout, less a margin)", errLost, s.aliveFor())
+			}
+			lostTimer = time.NewTimer(left)
+			lost = lostTimer.C
+			hbTimer = time.NewTimer(time.Until(s.lastHB.Add(s.hbInterval)))
+			hb = hbTimer.C
+		}
+		var meta <-chan time.Time
+		var metaTimer *time.Timer
+		if w.onRejoin && !s.consumer && s.leaderTopics != nil {
+			metaTimer = time.NewTimer(time.Until(s.metaAt.Add(s.cfg.MetadataInterval)))
+			meta = metaTimer.C
+		}
+		var err error
+		stop := false
+		select {
+		case <-ctx.Done():
+			stop = true
+		case <-until:
+			stop = true
+		case <-w.done:
+			stop = true
+		case out <- next:
+			s.queue = s.queue[1:]
+		case <-hb:
+			if s.consumer {
+				err = s.heartbeat848(ctx)
+			} else {
+				err = s.heartbeat(ctx)
+			}
+		case <-lost: // checked at the top of the loop
+		case <-meta:
+			s.checkPartitions(ctx)
+		}
+		if metaTimer != nil {
+			metaTimer.Stop()
+		}
+		if hbTimer != nil {
+			hbTimer.Stop()
+			lostTimer.Stop()
+		}
+		if stop || err != nil {
+			return err
+		}
+	}
+}
+
+// aliveFor is how long after the coordinator last renewed the session the
+// member may still be sure it is in the generation: the coordinator
+// removes it a session timeout after that, or a rebalance timeout after a
+// rebalance it did not hear of began (which was after that renewal).
+// A margin (a tenth, at most two heartbeat intervals) absorbs timer and
+// scheduling delays.
+func (s *runState) aliveFor() time.Duration {
+	d := min(s.cfg.SessionTimeout, s.cfg.RebalanceTimeout)
+	if s.consumer {
+		// The consumer protocol's broker sets the heartbeat interval
+		// (group.consumer.heartbeat.interval.ms) and its own session
+		// timeout, which is at least a few intervals: a local bound
+		// shorter than that would declare a healthy member lost.
+		d = max(d, 3*s.hbInterval)
+	}
+	return d - min(d/10, 2*s.hbInterval)
+}
+
+// heartbeat sends one heartbeat, bounded by the session's end.
+func (s *runState) heartbeat(ctx context.Context) error {
+	hctx, cancel := context.WithDeadline(ctx, s.lastAlive.Add(s.aliveFor()))
+	defer cancel()
+	sent := time.Now()
+	s.lastHB = sent
+	if err := s.connect(hctx); err != nil {
+		return nil // the next heartbeat tries again, until the session ends
+	}
+	// Framed with kmsg: kafka-go's heartbeat.Response decodes v1+ with
+	// ErrorCode and ThrottleTimeMs swapped, reading every error as 0.
+	req := kmsg.NewPtrHeartbeatRequest()
+	req.Group, req.Generation, req.MemberID = s.cfg.Group, s.gen, s.memberID
+	if s.cfg.InstanceID != "" {
+		req.InstanceID = &s.cfg.InstanceID
+	}
+	resp := kmsg.NewPtrHeartbeatResponse()
+	if err := s.coord.roundTripKmsg(hctx, minHeartbeat, req, resp); err != nil {
+		s.dropConn()
+		s.log.Debug("heartbeat failed", zap.String("group", s.cfg.Group), zap.Error(err))
+		return nil
+	}
+	code := resp.ErrorCode
+	if code == 0 || kafka.Error(code) == kafka.RebalanceInProgress {
+		s.lastAlive = sent // the coordinator renewed the session on receipt
+	}
+	err := s.groupError("Heartbeat", code)
+	if err != nil && (errors.Is(err, errLost) || errors.As(err, new(fatalError))) {
+		return err
+	}
+	return nil
+}
+
+// shutdown revokes every partition and leaves the group (dynamic members,
+// or static ones with LeaveOnClose). It runs after ctx ended, on a context
+// of its own bounded by the rebalance timeout.
+func (s *runState) shutdown(parent context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.cfg.RebalanceTimeout)
+	defer cancel()
+	if len(s.owned) > 0 && s.gen >= 0 {
+		if err := s.revoke(ctx, s.owned); err != nil {
+			if errors.Is(err, errLost) {
+				s.lose(err)
+			}
+		}
+	}
+	if len(s.owned) > 0 {
+		s.lose(errors.New("the member stopped before the owner finished revoking"))
+	}
+	_ = s.wait(ctx, waitFor{flushed: true})
+	if s.memberID == "" || (s.cfg.InstanceID != "" && !s.cfg.LeaveOnClose) {
+		return
+	}
+	lctx, lcancel := context.WithTimeout(ctx, min(s.cfg.SessionTimeout, 5*time.Second))
+	defer lcancel()
+	if err := s.connect(lctx); err != nil {
+		return
+	}
+	// Framed with kmsg: kafka-go's leavegroup.Response has the same
+	// field-order bug as its heartbeat.Response.
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = s.cfg.Group
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = s.memberID
+	if s.cfg.InstanceID != "" {
+		lm.InstanceID = &s.cfg.InstanceID
+	}
+	req.Members = append(req.Members, lm)
+	resp := kmsg.NewPtrLeaveGroupResponse()
+	if err := s.coord.roundTripKmsg(lctx, minLeaveGroup, req, resp); err != nil {
+		s.log.Info("leaving the consumer group failed; the coordinator removes the member after the session timeout",
+			zap.String("group", s.cfg.Group), zap.Error(err))
+		return
+	}
+	code := resp.ErrorCode
+	for _, m := range resp.Members {
+		if code == 0 {
+			code = m.ErrorCode
+		}
+	}
+	if code != 0 {
+		s.log.Info("leaving the consumer group failed", zap.String("group", s.cfg.Group), zap.Error(kafka.Error(code)))
+	}
+	s.gen = -1
+	s.publish()
+}
+
+// Commit commits offs under the member's current generation, member id
+// and instance id (OffsetCommit v7+, with each offset's leader epoch).
+// Every partition must be assigned to the member (a partition being
+// revoked still is, until Revoke.Done). It returns an error wrapping
+// offsets.ErrGenerationEnded if the member is not in a generation, a
+// partition is not assigned to it, or the coordinator fenced the commit
+// (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
+// FENCED_INSTANCE_ID): those offsets must not be committed again. Safe
+// for concurrent use; calls are serialized.
+func (m *Member) Commit(ctx context.Context, offs []Offset) error {
+	if len(offs) == 0 {
+		return nil
+	}
+	snap := m.snap.Load()
+	if snap.gen < 0 {
+		return fmt.Errorf("commit to group %q: the member is in no generation: %w", m.cfg.Group, offsets.ErrGenerationEnded)
+	}
+	byTopic := map[string][]offsetcommit.RequestPartition{}
+	for _, o := range offs {
+		if !snap.owned[tp{o.Topic, o.Partition}] {
+			return fmt.Errorf("commit to group %q: %s is not assigned to this member in generation %d: %w",
+				m.cfg.Group, o.TopicPartition, snap.gen, offsets.ErrGenerationEnded)
+		}
+		byTopic[o.Topic] = append(byTopic[o.Topic], offsetcommit.RequestPartition{
+			PartitionIndex: o.Partition, CommittedOffset: o.Offset, CommittedLeaderEpoch: o.LeaderEpoch, CommittedMetadata: o.Metadata,
+		})
+	}
+	if m.cfg.Protocol == ProtocolConsumer {
+		return m.commit848(ctx, snap, offs)
+	}
+	req := &offsetcommit.Request{GroupID: m.cfg.Group, GenerationID: snap.gen, MemberID: snap.memberID, GroupInstanceID: m.cfg.InstanceID}
+	for _, t := range sortedKeys(byTopic) {
+		req.Topics = append(req.Topics, offsetcommit.RequestTopic{Name: t, Partitions: byTopic[t]})
+	}
+	var c *conn
+	select {
+	case c = <-m.commit:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { m.commit <- c }()
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		if cur := m.snap.Load(); cur.gen != snap.gen || cur.memberID != snap.memberID {
+			return fmt.Errorf("commit to group %q: generation %d ended: %w", m.cfg.Group, snap.gen, offsets.ErrGenerationEnded)
+		}
+		if c == nil || c.err != nil {
+			c.close()
+			var err error
+			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
+			if err != nil {
+				lastErr = err
+				c = nil
+				continue
+			}
+		}
+		resp, err := c.roundTrip(ctx, minOffsetCommit, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			lastErr = err
+			continue
+		}
+		retry := false
+		var errs []error
+		for _, t := range resp.(*offsetcommit.Response).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					continue
+				}
+				kerr := kafka.Error(p.ErrorCode)
+				switch {
+				case kerr == kafka.IllegalGeneration || kerr == kafka.UnknownMemberId ||
+					kerr == kafka.RebalanceInProgress || kerr == kafka.FencedInstanceID:
+					return fmt.Errorf("commit to group %q, generation %d, %s/%d: %w: %w",
+						m.cfg.Group, snap.gen, t.Name, p.PartitionIndex, kerr, offsets.ErrGenerationEnded)
+				case isCoordinatorError(p.ErrorCode):
+					retry = true
+				default:
+					errs = append(errs, fmt.Errorf("%s/%d: %w", t.Name, p.PartitionIndex, kerr))
+				}
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("commit to group %q: %w", m.cfg.Group, errors.Join(errs...))
+		}
+		if !retry {
+			return nil
+		}
+		c.close()
+		c = nil
+		lastErr = fmt.Errorf("commit to group %q: the coordinator moved", m.cfg.Group)
+	}
+	return lastErr
+}

@@ -1,0 +1,314 @@
+package group
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/apiversions"
+	"github.com/segmentio/kafka-go/protocol/findcoordinator"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+)
+
+// Lowest versions the member sends. Each is above Kafka 4.0's floor
+// (KIP-896) and carries the fields the member needs: JoinGroup v5,
+// SyncGroup v3, Heartbeat v3 and LeaveGroup v3 the group instance id
+// (KIP-345), OffsetCommit v7 the instance id and leader epoch, OffsetFetch
+// v5 the leader epoch, FindCoordinator v1 an error message.
+const (
+	minJoinGroup       = 5
+	minSyncGroup       = 3
+	minHeartbeat       = 3
+	minLeaveGroup      = 3
+	minOffsetCommit    = 7
+	minOffsetFetch     = 5
+	minFindCoordinator = 1
+	minMetadata        = 4
+)
+
+// conn is one connection to one broker, for kafka-go protocol requests
+// sent one at a time. One goroutine owns it at a time. After any error the
+// connection is closed and every later request fails: dial a new one.
+type conn struct {
+	nc       net.Conn
+	addr     string
+	clientID string
+	corr     int32
+	versions map[protocol.ApiKey]int16 // the broker's highest version per key
+	format   *kmsg.RequestFormatter
+	err      error
+}
+
+// dial connects to addr and asks the broker which versions it speaks.
+func dial(ctx context.Context, d DialFunc, mech sasl.Mechanism, addr, clientID string) (*conn, error) {
+	nc, err := d(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial broker %s: %w", addr, err)
+	}
+	c := &conn{nc: nc, addr: addr, clientID: clientID}
+	resp, err := c.roundTripVersion(ctx, 2, &apiversions.Request{})
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	r := resp.(*apiversions.Response)
+	if r.ErrorCode != 0 {
+		c.close()
+		return nil, fmt.Errorf("ApiVersions from %s: %w", addr, kafka.Error(r.ErrorCode))
+	}
+	c.versions = make(map[protocol.ApiKey]int16, len(r.ApiKeys))
+	for _, k := range r.ApiKeys {
+		c.versions[protocol.ApiKey(k.ApiKey)] = k.MaxVersion
+	}
+	if mech != nil {
+		if err := c.authenticate(ctx, mech); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// authenticate runs SASL: SaslHandshake, then SaslAuthenticate until the
+// mechanism is done. Credentials never appear in errors.
+func (c *conn) authenticate(ctx context.Context, m sasl.Mechanism) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = m.Name()
+	hsResp := kmsg.NewPtrSASLHandshakeResponse()
+	if err := c.roundTripKmsg(ctx, 1, hs, hsResp); err != nil {
+		return fmt.Errorf("SASL handshake with %s: %w", c.addr, err)
+	}
+	if hsResp.ErrorCode != 0 {
+		return fmt.Errorf("SASL handshake with %s: %w (the broker enables %v)", c.addr, kafka.Error(hsResp.ErrorCode), hsResp.SupportedMechanisms)
+	}
+	host, _, _ := net.SplitHostPort(c.addr)
+	session, msg, err := m.Authenticate(ctx, host)
+	if err != nil {
+		return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+	}
+	for {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = msg
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		if err := c.roundTripKmsg(ctx, 0, req, resp); err != nil {
+			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+		}
+		if resp.ErrorCode != 0 {
+			detail := ""
+			if resp.ErrorMessage != nil {
+				detail = ": " + *resp.ErrorMessage
+			}
+			return fmt.Errorf("SASL %s with %s: %w%s (check the user name and password)", m.Name(), c.addr, kafka.Error(resp.ErrorCode), detail)
+		}
+		done, next, err := session.Challenge(resp.SASLAuthBytes)
+		if err != nil {
+			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
+		}
+		if done {
+			return nil
+		}
+		msg = next
+	}
+}
+
+func (c *conn) close() {
+	if c == nil {
+		return
+	}
+	if c.err == nil {
+		c.err = net.ErrClosed
+	}
+	_ = c.nc.Close()
+}
+
+// roundTrip sends req at the highest version both kafka-go and the broker
+// speak, which must be at least minVersion.
+func (c *conn) roundTrip(ctx context.Context, minVersion int16, req protocol.Message) (protocol.Message, error) {
+	key := req.ApiKey()
+	brokerMax, ok := c.versions[key]
+	if !ok {
+		return nil, fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
+	}
+	v := min(brokerMax, key.MaxVersion())
+	if v < minVersion {
+		return nil, fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d (Kafka 2.4 or later): %w",
+			c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
+	}
+	return c.roundTripVersion(ctx, v, req)
+}
+
+func (c *conn) roundTripVersion(ctx context.Context, v int16, req protocol.Message) (protocol.Message, error) {
+	var resp protocol.Message
+	err := c.exchange(ctx, func() error {
+		c.corr++
+		var err error
+		resp, err = protocol.RoundTrip(c.nc, v, c.corr, c.clientID, req)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s v%d to %s: %w", req.ApiKey(), v, c.addr, err)
+	}
+	return resp, nil
+}
+
+// roundTripKmsg sends a request framed with franz-go's kmsg, at the
+// highest version both kmsg and the broker speak (at least minVersion),
+// and reads the answer into resp.
+func (c *conn) roundTripKmsg(ctx context.Context, minVersion int16, req kmsg.Request, resp kmsg.Response) error {
+	return c.roundTripKmsgUpTo(ctx, minVersion, req.MaxVersion(), req, resp)
+}
+
+// roundTripKmsgUpTo is roundTripKmsg sending at most maxVersion.
+func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int16, req kmsg.Request, resp kmsg.Response) error {
+	key := protocol.ApiKey(req.Key())
+	brokerMax, ok := c.versions[key]
+	if !ok {
+		return fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
+	}
+	v := min(brokerMax, maxVersion)
+	if v < minVersion {
+		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
+	}
+	req.SetVersion(v)
+	resp.SetVersion(v)
+	err := c.exchange(ctx, func() error {
+		c.corr++
+		if c.format == nil {
+			c.format = kmsg.NewRequestFormatter(kmsg.FormatterClientID(c.clientID))
+		}
+		if _, err := c.nc.Write(c.format.AppendRequest(nil, req, c.corr)); err != nil {
+			return err
+		}
+		var size [4]byte
+		if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+			return err
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < 4 || n > maxResponse {
+			return fmt.Errorf("response frame of %d bytes: not a Kafka broker, or a broken connection", n)
+		}
+		frame := make([]byte, n)
+		if _, err := io.ReadFull(c.nc, frame); err != nil {
+			return err
+		}
+		if corr := int32(binary.BigEndian.Uint32(frame)); corr != c.corr {
+			return fmt.Errorf("response to request %d answers request %d", c.corr, corr)
+		}
+		body := frame[4:]
+		if req.IsFlexible() {
+			n, err := kafkawire.SkipTags(body)
+			if err != nil {
+				return err
+			}
+			body = body[n:]
+		}
+		return resp.ReadFrom(body)
+	})
+	if err != nil {
+		return fmt.Errorf("%s v%d to %s: %w", key, v, c.addr, err)
+	}
+	return nil
+}
+
+// exchange runs fn (one request and its answer on c.nc) bounded by ctx;
+// an error breaks the connection.
+func (c *conn) exchange(ctx context.Context, fn func() error) error {
+	if c.err != nil {
+		return c.err
+	}
+	dl, _ := ctx.Deadline()
+	if err := c.nc.SetDeadline(dl); err != nil {
+		c.fail(err)
+		return err
+	}
+	var mu sync.Mutex
+	done := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			_ = c.nc.SetDeadline(time.Unix(1, 0)) // unblocks the read or write in progress
+		}
+	})
+	err := fn()
+	stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if err != nil {
+		c.fail(err)
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+	}
+	return err
+}
+
+// maxResponse is the largest response frame accepted.
+const maxResponse = 1 << 30
+
+func (c *conn) fail(err error) {
+	c.err = err
+	_ = c.nc.Close()
+}
+
+// findCoordinator asks the bootstrap brokers, in turn, which broker
+// coordinates group and connects to it.
+func findCoordinator(ctx context.Context, d DialFunc, mech sasl.Mechanism, brokers []string, clientID, group string) (*conn, error) {
+	var errs []error
+	for _, b := range brokers {
+		c, err := dial(ctx, d, mech, b, clientID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp, err := c.roundTrip(ctx, minFindCoordinator, &findcoordinator.Request{Key: group, KeyType: 0})
+		if err != nil {
+			c.close()
+			errs = append(errs, err)
+			continue
+		}
+		r := resp.(*findcoordinator.Response)
+		if r.ErrorCode != 0 {
+			c.close()
+			errs = append(errs, fmt.Errorf("FindCoordinator for group %q from %s: %w %s", group, b, kafka.Error(r.ErrorCode), r.ErrorMessage))
+			continue
+		}
+		addr := net.JoinHostPort(r.Host, strconv.Itoa(int(r.Port)))
+		if addr == b {
+			return c, nil
+		}
+		c.close()
+		cc, err := dial(ctx, d, mech, addr, clientID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return cc, nil
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	return nil, fmt.Errorf("no group coordinator for %q (check kafka.brokers and that they are reachable): %w", group, errors.Join(errs...))
+}
+
+// isCoordinatorError reports the error codes that mean the coordinator
+// moved or is loading: find it again and retry.
+func isCoordinatorError(code int16) bool {
+	switch kafka.Error(code) {
+	case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress:
+		return true
+	}
+	return false
+}
