@@ -232,3 +232,62 @@ func TestValidEpochBeatsLaggingHighWatermark(t *testing.T) {
 		t.Fatalf("%v at %v, resets %+v: want fetching at 10, no reset", p.state, p.pos, h.resets(tp0))
 	}
 }
+
+// TestFirstLeaderEpochValidatesPosition: a partition assigned while it had
+// no leader (so no leader epoch known) validates its committed offset as
+// best it can; when the metadata then gives it a leader whose epoch is
+// newer than that of the record below its position, leaders changed since
+// that record was written, maybe uncleanly: the position is validated
+// with the new leader before anything is fetched. Found by the state
+// machine: a topic recreated (or an unclean election) while the partition
+// was offline, and the records of the new log handed out after a committed
+// offset of the old one with no reset.
+func TestFirstLeaderEpochValidatesPosition(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		epoch    int32 // the leader epoch the metadata gives at last
+		validate bool  // the position is checked again
+	}{
+		{name: "newer epoch", epoch: 4, validate: true},
+		{name: "epoch of the record", epoch: 3, validate: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newCoordHarness(t, coordinatorConfig{validate: true})
+			h.epochLeaders(-1, -1) // offline: no leader, no epoch
+			h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.CommittedAt(20, 3)})
+			r := h.takeResolve()
+			if e := r.At(0); e.LeaderEpoch != -1 || e.ValidateEpoch != 3 {
+				t.Fatalf("entry %+v: want epoch 3 validated, no leader epoch known", e)
+			}
+			h.answerResolve(r, func(offsets.ResolveEntry) resolve.PartitionResult {
+				return resolve.PartitionResult{LogStart: 0, HighWatermark: 40, TimeOffset: -1, EpochEnd: 3, EpochEndOffset: 30}
+			})
+			if p := h.c.byTP(tp0); p.state != Fetching || p.pos.Offset() != 20 {
+				t.Fatalf("%v at %v, want fetching at 20 (waiting for a leader)", p.state, p.pos)
+			}
+			h.epochLeaders(1, tt.epoch)
+			if !tt.validate {
+				if p := h.c.byTP(tp0); p.state != Fetching || h.takeFetch(1).At(0).Position.Offset() != 20 {
+					t.Fatalf("%v: want a fetch at 20", p.state)
+				}
+				return
+			}
+			if p := h.c.byTP(tp0); p.state != AwaitValidation || len(h.fetches) != 0 {
+				t.Fatalf("%v with %d fetches after the first leader epoch %d (record's epoch 3): want %v, no fetch",
+					p.state, len(h.fetches), tt.epoch, AwaitValidation)
+			}
+			r = h.takeResolve()
+			if e := r.At(0); e.LeaderEpoch != tt.epoch || e.ValidateEpoch != 3 || e.Request != offsetstore.Exact(20) {
+				t.Fatalf("entry %+v: want epoch 3 validated at 20 under leader epoch %d", e, tt.epoch)
+			}
+			// the new leader's log holds epoch 3 only up to 15
+			h.answerResolve(r, func(offsets.ResolveEntry) resolve.PartitionResult {
+				return resolve.PartitionResult{LogStart: 0, HighWatermark: 18, TimeOffset: -1, EpochEnd: 3, EpochEndOffset: 15}
+			})
+			rs := h.resets(tp0)
+			if len(rs) != 1 || rs[0].Reason != offsetstore.ReasonLogTruncation || !rs[0].DataLoss || rs[0].To != 15 {
+				t.Fatalf("resets %+v: want one log_truncation to 15", rs)
+			}
+		})
+	}
+}

@@ -239,10 +239,18 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 // position with the new leader before it fetches again (KIP-320), since
 // an unclean election may have truncated the log below it. Fetches and
 // lookups in flight with the old epoch are stale (see onFetch, onResolve).
+//
+// With no epoch known before (p was assigned while it had no leader),
+// the leader changed if the epoch is newer than that of the record below
+// the position: elections happened since that record was written, and
+// the check p made of its committed offset, if any, asked a log that may
+// have been cut since (the Java consumer likewise validates whenever the
+// leader it knows for the position changes, from none included).
 func (c *coordinator) setLeaderEpoch(p *partition, epoch int32) {
 	old := p.leaderEpoch
 	p.leaderEpoch = epoch
-	if epoch > old && old >= 0 && p.state == Fetching && p.fetchedEpoch >= 0 {
+	changed := epoch > old && (old >= 0 || epoch > p.fetchedEpoch)
+	if changed && p.state == Fetching && p.fetchedEpoch >= 0 {
 		c.log.Info("leader changed; validating the position with the new leader", zap.Stringer("partition", p.tp),
 			zap.Int64("offset", p.pos.Offset()), zap.Int32("leader_epoch", epoch), zap.Int32("fetched_epoch", p.fetchedEpoch))
 		c.validate(p)

@@ -50,7 +50,11 @@ var modelSteps atomic.Int64
 //	      offsets, a reset (log_truncation) must be reported before
 //	      anything from the new log is handed out;
 //	(viii) a commit's leader epoch, when it has one, is the epoch of the
-//	      record just below the committed offset as it was handed out.
+//	      record just below the committed offset as it was processed:
+//	      the epoch that record had when it was handed out, of the
+//	      newest processing of that offset (a seek back hands an offset
+//	      out again, maybe as another record after an unclean election;
+//	      until that one is processed the commit speaks for the old one).
 //
 // Records have sizes (from one byte to twice the budget), and fetch
 // answers follow Kafka's limits: a partition returns at most
@@ -168,6 +172,7 @@ func (lb *logBounds) endOffsetFor(e int32) (int32, int64) {
 type batchOut struct {
 	b      *fetch.Batch
 	fenced bool
+	epochs []int32 // the leader epoch of each record when it was handed out
 }
 
 type model struct {
@@ -193,6 +198,11 @@ type model struct {
 	// record before a committed offset that carries its epoch), until a
 	// reset of the partition is reported: invariant (vii)
 	handed map[offsetstore.TopicPartition]map[int64]int32
+	// done is, per partition, the leader epoch (as handed out) of the
+	// newest processing of every offset marked processed in this
+	// generation, until a data-loss reset restarts the partition's
+	// offsets: invariant (viii)
+	done map[offsetstore.TopicPartition]map[int64]int32
 
 	// per partition, reset each generation
 	expectNext map[offsetstore.TopicPartition]int64 // next batch start, -1 unknown
@@ -266,6 +276,7 @@ func (m *model) resetGenerationModel() {
 	m.lastC = map[offsetstore.TopicPartition]int64{}
 	m.committed = map[offsetstore.TopicPartition]int64{}
 	m.handed = map[offsetstore.TopicPartition]map[int64]int32{}
+	m.done = map[offsetstore.TopicPartition]map[int64]int32{}
 	for _, tp := range modelTPs {
 		m.resetPartitionModel(tp)
 	}
@@ -275,6 +286,7 @@ func (m *model) resetGenerationModel() {
 // is assigned anew.
 func (m *model) resetPartitionModel(tp offsetstore.TopicPartition) {
 	m.handed[tp] = map[int64]int32{}
+	m.done[tp] = map[int64]int32{}
 	m.expectNext[tp] = -1
 	m.covered[tp] = map[int64]bool{}
 	m.base[tp] = -1
@@ -545,6 +557,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		if p := m.h.c.byTP(tp); p != nil && p.state == Fetching && p.pos.Offset() == sk.to {
 			for o := sk.from; o < sk.to; o++ {
 				m.covered[tp][o] = true
+				m.done[tp][o] = m.logs[tp].epochAt(o) // a marker: its epoch as the answer gave it
 			}
 			if m.expectNext[tp] == sk.from {
 				m.expectNext[tp] = sk.to
@@ -618,6 +631,35 @@ func (m *model) AnswerCommit(t *rapid.T) {
 	m.afterStep(t)
 }
 
+// markable reports, before o's completion is sent (white box), whether
+// o was handed out to its partition's current incarnation, and whether
+// the watermark must refuse its mark: another incarnation's batch, or
+// one handed out before a data-loss restart.
+func (m *model) markable(o batchOut) (owned, stale bool) {
+	owned = m.ownedBatch(o.b)
+	stale = true
+	if p := m.h.c.byTP(o.b.Partition()); owned && o.b.Epoch() >= p.wm.Floor() {
+		stale = false
+	}
+	return owned, stale
+}
+
+// processed books o's records below end as processed, unless o was
+// fenced (dropped) or not owned: covered for (iii), and their leader
+// epochs for (viii) unless the mark was stale.
+func (m *model) processed(o batchOut, owned, stale bool, end int64) {
+	if o.fenced || !owned {
+		return
+	}
+	tp, sp := o.b.Partition(), o.b.Span()
+	for off := sp.Start; off < end; off++ {
+		m.covered[tp][off] = true
+		if !stale {
+			m.done[tp][off] = o.epochs[off-sp.Start]
+		}
+	}
+}
+
 // Complete finishes (or drops, if fenced) one batch processing holds, in
 // any order.
 func (m *model) Complete(t *rapid.T) {
@@ -638,17 +680,9 @@ func (m *model) Complete(t *rapid.T) {
 		sp.End = cp.FinishedBelow
 	}
 	before := m.snap()
-	stale := true // a mark the watermark must refuse: another incarnation's batch, or one before a data-loss restart
-	owned := m.ownedBatch(o.b)
-	if p := m.h.c.byTP(o.b.Partition()); owned && o.b.Epoch() >= p.wm.Floor() {
-		stale = false
-	}
+	owned, stale := m.markable(o)
 	m.h.send(&process.Report{Completions: []process.Completion{cp}})
-	if !o.fenced && owned {
-		for off := sp.Start; off < sp.End; off++ {
-			m.covered[o.b.Partition()][off] = true
-		}
-	}
+	m.processed(o, owned, stale, sp.End)
 	if stale && cp.Err == nil {
 		tp := o.b.Partition()
 		m.requireUnchanged(t, "stale completion", before, []offsetstore.TopicPartition{tp})
@@ -819,6 +853,7 @@ func (m *model) afterStep(t *rapid.T) {
 				m.base[r.Partition] = r.To
 				m.covered[r.Partition] = map[int64]bool{}
 				m.committed[r.Partition] = -1
+				m.done[r.Partition] = map[int64]int32{} // (viii): the old offsets name other records now
 			} else if r.From >= 0 {
 				from := r.From
 				if r.Reason == offsetstore.ReasonSeek && m.lastC[r.Partition] >= 0 {
@@ -863,8 +898,12 @@ func (m *model) afterStep(t *rapid.T) {
 				t.Fatalf("batch %v has %d records", sp, len(b.Records()))
 			}
 			m.expectNext[tp] = sp.End
-			m.out = append(m.out, batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]})
 			lb := m.logs[tp]
+			o := batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]}
+			for off := sp.Start; off < sp.End; off++ {
+				o.epochs = append(o.epochs, lb.epochAt(off))
+			}
+			m.out = append(m.out, o)
 			if e, ok := m.handed[tp][sp.Start-1]; ok && lb.epochAt(sp.Start-1) != e {
 				t.Fatalf("(vii) %s: batch %v handed out after offset %d, read in leader epoch %d, which the log now holds in epoch %d "+
 					"(an unclean election truncated it), and no reset was reported; resets: %+v",
@@ -918,8 +957,8 @@ func (m *model) checkCommit(t *rapid.T, req commit.Job) {
 		if e.Offset > m.committed[e.Partition] {
 			m.committed[e.Partition] = e.Offset
 		}
-		if h, ok := m.handed[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
-			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
+		if h, ok := m.done[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
+			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was processed as read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
 		}
 	}
 }
@@ -1032,7 +1071,7 @@ func (m *model) sizedRecords(e offsets.FetchEntry, to, logStart, hw int64) fetch
 // position delivered) or stopped with a reason.
 func (m *model) checkLiveness(t *rapid.T) {
 	m.h.send(&pauseEvent{tps: modelTPs, pause: false})
-	m.h.leaders(copyLeaders(m.leaders))
+	m.sendLeaders() // with the leader epochs: elections during the run are announced
 	m.afterStep(t)
 	// End with every partition assigned: eagerly (revoke all, assign
 	// all) or cooperatively (a new generation adds what is missing). A
@@ -1144,27 +1183,38 @@ func (m *model) drainRound(t *rapid.T) bool {
 	moved := false
 	if len(m.out) > 0 {
 		var rep process.Report
-		for _, o := range m.out {
+		owned, stale := make([]bool, len(m.out)), make([]bool, len(m.out))
+		for i, o := range m.out {
 			cp := process.Completion{Batch: o.b, FinishedBelow: o.b.Span().End}
 			if o.fenced {
 				cp.FinishedBelow = o.b.Span().Start
-			} else if m.ownedBatch(o.b) {
-				for off := o.b.Span().Start; off < o.b.Span().End; off++ {
-					m.covered[o.b.Partition()][off] = true
-				}
 			}
+			owned[i], stale[i] = m.markable(o)
 			rep.Completions = append(rep.Completions, cp)
 		}
-		m.out = nil
 		m.h.send(&rep)
+		for i, o := range m.out {
+			m.processed(o, owned[i], stale[i], o.b.Span().End)
+		}
+		m.out = nil
 		m.afterStep(t)
 		moved = true
 	}
 	for len(m.h.resolves) > 0 {
 		r := m.h.takeResolve()
+		// as AnswerResolve's Kafka does: a lookup with an older leader
+		// epoch is fenced, and OffsetForLeaderEpoch answers from the
+		// epoch history (none asked: -1, -1)
 		m.h.answerResolve(r, func(e offsets.ResolveEntry) resolve.PartitionResult {
 			lb := m.logs[e.Partition]
-			return resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1}
+			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch {
+				return resolve.PartitionResult{Err: errors.New("FENCED_LEADER_EPOCH"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
+			}
+			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EpochEnd: -1, EpochEndOffset: -1}
+			if e.ValidateEpoch >= 0 {
+				pr.EpochEnd, pr.EpochEndOffset = lb.endOffsetFor(e.ValidateEpoch)
+			}
+			return pr
 		})
 		m.afterStep(t)
 		moved = true
@@ -1188,9 +1238,19 @@ func (m *model) drainRound(t *rapid.T) bool {
 		m.h.answerFetch(f, func(e offsets.FetchEntry) fetch.PartitionResult {
 			lb, pos := m.logs[e.Partition], e.Position.Offset()
 			switch {
+			case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch:
+				// as in AnswerFetch: a fetch with an older leader
+				// epoch is refused, whoever leads (KIP-320); the
+				// partition learns the new epoch and validates
+				moved = true
+				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("FENCED_LEADER_EPOCH"), Next: pos, LogStart: -1, HighWatermark: -1}
 			case m.leaders[e.Partition] != f.Broker():
+				// not progress, but work: the partition refreshes its
+				// leader and fetches again (the round is not quiet)
+				moved = true
 				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("NOT_LEADER_OR_FOLLOWER"), Next: pos, LogStart: -1, HighWatermark: -1}
 			case pos < lb.start || pos > lb.hw:
+				moved = true // a lookup follows
 				return outOfRange(lb.start, lb.hw)(e)
 			}
 			if pos < lb.hw {
@@ -1201,9 +1261,26 @@ func (m *model) drainRound(t *rapid.T) bool {
 		m.afterStep(t)
 	}
 	// let backoffs, the commit interval and revoke deadlines pass
-	m.h.leaders(copyLeaders(m.leaders))
+	m.sendLeaders()
 	m.h.advance(2 * time.Second)
 	m.afterStep(t)
-	// a round that leaves a lookup or a commit to answer is not quiet
-	return moved || len(m.h.resolves) > 0 || len(m.h.commits) > 0
+	// Settled means only long polls of caught-up partitions are left
+	// in flight: a lookup, a commit, a batch being processed or a fetch
+	// of a partition below its high watermark that this round started
+	// (after a refusal, a backoff, or budget freed) is answered next
+	// round, so this round is not quiet.
+	return moved || len(m.h.resolves) > 0 || len(m.h.commits) > 0 || len(m.out) > 0 || m.fetchingBelowHW()
+}
+
+// fetchingBelowHW reports whether a fetch in flight asks for a
+// partition at a position below its high watermark.
+func (m *model) fetchingBelowHW() bool {
+	for _, f := range m.h.fetches {
+		for i := 0; i < f.Len(); i++ {
+			if e := f.At(i); e.Position.Offset() < m.logs[e.Partition].hw {
+				return true
+			}
+		}
+	}
+	return false
 }
