@@ -314,13 +314,12 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 		// and let one in flight finish before we sync, so that no
 		// commit of an older generation follows our SyncGroup (the
 		// owner commits again once it has the new generation).
+		// (Not cut short by ctx: a commit in flight is bounded by its
+		// own deadline, and a member stopping between JoinGroup and
+		// SyncGroup is what the group would wait on.)
 		s.m.snap.Store(&snapshot{gen: -1})
-		select {
-		case c := <-s.m.commit:
-			s.m.commit <- c
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+		c := <-s.m.commit
+		s.m.commit <- c
 	}
 	s.rejoin = false
 	proto, err := assignorFor(jr.ProtocolName)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,10 @@ import (
 type Cluster struct {
 	*kfake.Cluster
 	*Kafka
+	// closed ends the delays interceptors are sleeping (Close), so
+	// none outlives the cluster.
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
 // New starts a cluster of brokers brokers; it is closed when the test
@@ -66,7 +71,7 @@ func start(brokers int, client []kgo.Opt, opts ...kfake.Opt) (*Cluster, error) {
 		fc.Close()
 		return nil, err
 	}
-	c := &Cluster{Cluster: fc}
+	c := &Cluster{Cluster: fc, closed: make(chan struct{})}
 	nodes := make([]int32, brokers)
 	for i := range nodes {
 		nodes[i] = int32(i)
@@ -81,6 +86,7 @@ func start(brokers int, client []kgo.Opt, opts ...kfake.Opt) (*Cluster, error) {
 
 // Close stops the clients and the cluster.
 func (c *Cluster) Close() {
+	c.closeOnce.Do(func() { close(c.closed) })
 	c.Client.Close()
 	c.Cluster.Close()
 }
@@ -128,7 +134,14 @@ func (c *Cluster) intercept(_ testing.TB, key int16, fn Interceptor) {
 			return nil, errors.New("kafkatest: connection cut"), true
 		}
 		if act.Delay > 0 {
-			c.SleepControl(func() { time.Sleep(act.Delay) })
+			c.SleepControl(func() {
+				t := time.NewTimer(act.Delay)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-c.closed: // the cluster is closing: hold nothing back
+				}
+			})
 		}
 		return nil, nil, false
 	})
