@@ -7,7 +7,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 )
 
@@ -30,8 +29,9 @@ const (
 	ProtocolConsumer = "consumer"
 )
 
-// DialFunc opens a connection to a broker (host:port); TLS, if the
-// cluster needs it, is its job (SASL is Config.SASL).
+// DialFunc opens a connection to a broker (host:port), ready for
+// requests: TLS and SASL, if the cluster needs them, are its job
+// (kafkawire.Dialer.DialNet does both, as for the fetch path).
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Config configures a Member. Zero durations take the defaults noted.
@@ -90,12 +90,9 @@ type Config struct {
 	RetryBackoff time.Duration
 	// ClientID is sent with every request. Default "fencepost".
 	ClientID string
-	// Dial connects to brokers. Default: plain TCP with a 10s timeout.
-	// TLS is the dial function's job (tls.Dialer).
+	// Dial connects to brokers, with TLS and SASL as the cluster needs.
+	// Default: plain TCP with a 10s timeout.
 	Dial DialFunc
-	// SASL, if set, authenticates every connection (PLAIN, SCRAM: the
-	// franz-go mechanisms the rest of the processor uses).
-	SASL sasl.Mechanism
 	// Logger receives the member's logs. Default: none.
 	Logger *zap.Logger
 }

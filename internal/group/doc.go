@@ -55,6 +55,6 @@
 // partition counts every Config.MetadataInterval and starts a rebalance
 // when one changed, so added partitions are consumed without a restart.
 //
-// The member dials its own connections (Config.Dial, which provides TLS)
-// and authenticates them with Config.SASL.
+// The member dials its own connections with Config.Dial, which provides
+// TLS and SASL (the pipeline passes kafkawire.Dialer.DialNet).
 package group

@@ -283,7 +283,7 @@ func (s *runState) connect(ctx context.Context) error {
 		return nil
 	}
 	s.dropConn()
-	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.SASL, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
+	c, err := findCoordinator(ctx, s.cfg.Dial, s.cfg.Brokers, s.cfg.ClientID, s.cfg.Group)
 	if err != nil {
 		return err
 	}
@@ -899,7 +899,7 @@ func (m *Member) commitWith(ctx context.Context, snap *snapshot, epochName strin
 		if c == nil || c.err != nil {
 			c.close()
 			var err error
-			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.SASL, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
+			c, err = findCoordinator(ctx, m.cfg.Dial, m.cfg.Brokers, m.cfg.ClientID, m.cfg.Group)
 			if err != nil {
 				lastErr, c = err, nil
 				continue

@@ -13,10 +13,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
-// The member authenticates its own connections with SASL; a wrong
+// The member authenticates its connections with SASL (through its dial
+// function, as the pipeline does); a wrong
 // password keeps it out, with a log that names SASL and not the secret.
 func TestSASL(t *testing.T) {
 	c := kafkatest.NewWithClient(t, 1, []kgo.Opt{kgo.SASL(plain.Auth{User: "admin", Pass: "s3cret-pw"}.AsMechanism())},
@@ -25,13 +27,13 @@ func TestSASL(t *testing.T) {
 
 	l := newLedger()
 	cfg := testConfig(c, "g", "t")
-	cfg.SASL = plain.Auth{User: "admin", Pass: "s3cret-pw"}.AsMechanism()
+	cfg.Dial = (&kafkawire.Dialer{Timeout: 5 * time.Second, SASL: plain.Auth{User: "admin", Pass: "s3cret-pw"}.AsMechanism()}).DialNet
 	startMember(t, l, "a", cfg, memberOpts{})
 	l.waitFor(t, 10*time.Second, "a owns both", func(o map[string][]offsetstore.TopicPartition) bool { return len(o["a"]) == 2 })
 
 	core, logs := observer.New(zap.DebugLevel)
 	bad := testConfig(c, "g2", "t")
-	bad.SASL = plain.Auth{User: "admin", Pass: "wrong-pw-123"}.AsMechanism()
+	bad.Dial = (&kafkawire.Dialer{Timeout: 5 * time.Second, SASL: plain.Auth{User: "admin", Pass: "wrong-pw-123"}.AsMechanism()}).DialNet
 	bad.Logger = zap.New(core)
 	m, err := New(bad)
 	if err != nil {

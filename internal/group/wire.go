@@ -16,7 +16,6 @@ import (
 	"github.com/segmentio/kafka-go/protocol/apiversions"
 	"github.com/segmentio/kafka-go/protocol/findcoordinator"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
@@ -51,7 +50,7 @@ type conn struct {
 }
 
 // dial connects to addr and asks the broker which versions it speaks.
-func dial(ctx context.Context, d DialFunc, mech sasl.Mechanism, addr, clientID string) (*conn, error) {
+func dial(ctx context.Context, d DialFunc, addr, clientID string) (*conn, error) {
 	nc, err := d(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial broker %s: %w", addr, err)
@@ -71,55 +70,7 @@ func dial(ctx context.Context, d DialFunc, mech sasl.Mechanism, addr, clientID s
 	for _, k := range r.ApiKeys {
 		c.versions[protocol.ApiKey(k.ApiKey)] = k.MaxVersion
 	}
-	if mech != nil {
-		if err := c.authenticate(ctx, mech); err != nil {
-			c.close()
-			return nil, err
-		}
-	}
 	return c, nil
-}
-
-// authenticate runs SASL: SaslHandshake, then SaslAuthenticate until the
-// mechanism is done. Credentials never appear in errors.
-func (c *conn) authenticate(ctx context.Context, m sasl.Mechanism) error {
-	hs := kmsg.NewPtrSASLHandshakeRequest()
-	hs.Mechanism = m.Name()
-	hsResp := kmsg.NewPtrSASLHandshakeResponse()
-	if err := c.roundTripKmsg(ctx, 1, hs, hsResp); err != nil {
-		return fmt.Errorf("SASL handshake with %s: %w", c.addr, err)
-	}
-	if hsResp.ErrorCode != 0 {
-		return fmt.Errorf("SASL handshake with %s: %w (the broker enables %v)", c.addr, kafka.Error(hsResp.ErrorCode), hsResp.SupportedMechanisms)
-	}
-	host, _, _ := net.SplitHostPort(c.addr)
-	session, msg, err := m.Authenticate(ctx, host)
-	if err != nil {
-		return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
-	}
-	for {
-		req := kmsg.NewPtrSASLAuthenticateRequest()
-		req.SASLAuthBytes = msg
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		if err := c.roundTripKmsg(ctx, 0, req, resp); err != nil {
-			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
-		}
-		if resp.ErrorCode != 0 {
-			detail := ""
-			if resp.ErrorMessage != nil {
-				detail = ": " + *resp.ErrorMessage
-			}
-			return fmt.Errorf("SASL %s with %s: %w%s (check the user name and password)", m.Name(), c.addr, kafka.Error(resp.ErrorCode), detail)
-		}
-		done, next, err := session.Challenge(resp.SASLAuthBytes)
-		if err != nil {
-			return fmt.Errorf("SASL %s with %s: %w", m.Name(), c.addr, err)
-		}
-		if done {
-			return nil
-		}
-		msg = next
-	}
 }
 
 func (c *conn) close() {
@@ -265,10 +216,10 @@ func (c *conn) fail(err error) {
 
 // findCoordinator asks the bootstrap brokers, in turn, which broker
 // coordinates group and connects to it.
-func findCoordinator(ctx context.Context, d DialFunc, mech sasl.Mechanism, brokers []string, clientID, group string) (*conn, error) {
+func findCoordinator(ctx context.Context, d DialFunc, brokers []string, clientID, group string) (*conn, error) {
 	var errs []error
 	for _, b := range brokers {
-		c, err := dial(ctx, d, mech, b, clientID)
+		c, err := dial(ctx, d, b, clientID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -290,7 +241,7 @@ func findCoordinator(ctx context.Context, d DialFunc, mech sasl.Mechanism, broke
 			return c, nil
 		}
 		c.close()
-		cc, err := dial(ctx, d, mech, addr, clientID)
+		cc, err := dial(ctx, d, addr, clientID)
 		if err != nil {
 			errs = append(errs, err)
 			continue
