@@ -7,35 +7,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
-
-// leaderEpoch asks c's metadata for the leader epoch of topic/p.
-func leaderEpoch(t *testing.T, c *kafkatest.Cluster, topic string, p int32) int32 {
-	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), c.Client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range resp.Topics {
-		for _, pr := range tr.Partitions {
-			if pr.Partition == p {
-				return pr.LeaderEpoch
-			}
-		}
-	}
-	t.Fatalf("%s/%d not in the metadata", topic, p)
-	return -1
-}
 
 // TestFetchLeaderEpochs: a fetch carries the metadata's leader epoch
 // (KIP-320): the current one is answered, with the leader epoch of the
@@ -46,10 +23,10 @@ func TestFetchLeaderEpochs(t *testing.T) {
 	c.CreateTopic(t, "le", 1)
 	value := func(i int) []byte { return []byte{byte(i)} }
 	c.Produce(t, "le", 0, 3, value) // offsets 0..2
-	first := leaderEpoch(t, c, "le", 0)
+	first := c.LeaderEpoch(t, "le", 0)
 	c.MoveLeader(t, "le", 0, 1)
 	c.MoveLeader(t, "le", 0, 0)
-	cur := leaderEpoch(t, c, "le", 0)
+	cur := c.LeaderEpoch(t, "le", 0)
 	if cur <= first {
 		t.Fatalf("leader epoch %d after two moves, was %d", cur, first)
 	}

@@ -9,7 +9,6 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
@@ -124,10 +123,10 @@ func TestResolveLeaderEpochs(t *testing.T) {
 	c.CreateTopic(t, "le", 1) // led by broker 0
 	value := func(i int) []byte { return []byte{byte(i)} }
 	c.Produce(t, "le", 0, 3, value) // 0..2
-	first := leaderEpoch(t, c, "le", 0)
+	first := c.LeaderEpoch(t, "le", 0)
 	c.MoveLeader(t, "le", 0, 1)
 	c.Produce(t, "le", 0, 4, value) // 3..6 under broker 1
-	cur := leaderEpoch(t, c, "le", 0)
+	cur := c.LeaderEpoch(t, "le", 0)
 	r := newResolver(t, c, false)
 	tp := offsetstore.TopicPartition{Topic: "le", Partition: 0}
 	for _, tt := range []struct {
@@ -159,26 +158,4 @@ func TestResolveLeaderEpochs(t *testing.T) {
 			}
 		})
 	}
-}
-
-// leaderEpoch asks c's metadata for the leader epoch of topic/p.
-func leaderEpoch(t *testing.T, c *kafkatest.Cluster, topic string, p int32) int32 {
-	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), c.Client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range resp.Topics {
-		for _, pr := range tr.Partitions {
-			if pr.Partition == p {
-				return pr.LeaderEpoch
-			}
-		}
-	}
-	t.Fatalf("%s/%d not in the metadata", topic, p)
-	return -1
 }
