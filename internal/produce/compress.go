@@ -2,6 +2,7 @@ package produce
 
 import (
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -63,21 +64,33 @@ var (
 	})
 )
 
+// streamWriter is a pooled stream compressor (gzip's, lz4's).
+type streamWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressStream appends src compressed by w (reset to write there) to
+// dst.
+func compressStream(w streamWriter, dst, src []byte) ([]byte, error) {
+	a := appender{b: dst}
+	w.Reset(&a)
+	if _, err := w.Write(src); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return a.b, nil
+}
+
 // compress appends src compressed with codec to dst.
 func compress(dst, src []byte, codec Compression) ([]byte, error) {
 	switch codec {
 	case CompressionGzip:
 		w := gzipWriters.Get().(*gzip.Writer)
 		defer gzipWriters.Put(w)
-		a := appender{b: dst}
-		w.Reset(&a)
-		if _, err := w.Write(src); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		return a.b, nil
+		return compressStream(w, dst, src)
 	case CompressionSnappy:
 		n := snappy.MaxEncodedLen(len(src))
 		out := growTo(dst, len(dst)+n)
@@ -86,15 +99,7 @@ func compress(dst, src []byte, codec Compression) ([]byte, error) {
 	case CompressionLZ4:
 		w := lz4Writers.Get().(*lz4.Writer)
 		defer lz4Writers.Put(w)
-		a := appender{b: dst}
-		w.Reset(&a)
-		if _, err := w.Write(src); err != nil {
-			return nil, err
-		}
-		if err := w.Close(); err != nil {
-			return nil, err
-		}
-		return a.b, nil
+		return compressStream(w, dst, src)
 	case CompressionZstd:
 		return zstdEncoder().EncodeAll(src, dst), nil
 	}

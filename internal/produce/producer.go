@@ -618,9 +618,7 @@ func (c *call) apply(ch *chunk, code int16) {
 			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
 			return
 		}
-		c.p.resetIdentity(ch.gen)
-		ch.sent = false // refused, not written
-		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		c.renewAndRetry(ch, fmt.Errorf("%s: %w", where, kerr), code)
 		return
 	case kafka.InvalidProducerEpoch, kafka.ProducerFenced:
 		switch {
@@ -634,9 +632,7 @@ func (c *call) apply(ch *chunk, code int16) {
 			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
 			return
 		}
-		c.p.resetIdentity(ch.gen)
-		ch.sent = false // refused, not written
-		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
+		c.renewAndRetry(ch, fmt.Errorf("%s: %w", where, kerr), code)
 		return
 	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
 		c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
@@ -670,6 +666,16 @@ func (c *call) apply(ch *chunk, code int16) {
 var permanentErrors = []kafka.Error{
 	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
 	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
+}
+
+// renewAndRetry handles a batch the broker refused because of the
+// producer's identity (its sequence state was lost, or its epoch is
+// stale, outside a transaction): the batch was not written, so it is
+// sent again, under a new producer id.
+func (c *call) renewAndRetry(ch *chunk, err error, code int16) {
+	c.p.resetIdentity(ch.gen)
+	ch.sent = false // refused, not written
+	c.transient(ch, err, code)
 }
 
 // transient keeps the chunk for another attempt (same batch, same
