@@ -70,13 +70,7 @@ func (s *runState) loop848(ctx context.Context) error {
 				return nil
 			}
 			failures++
-			lvl := zap.DebugLevel
-			if failures > 3 {
-				lvl = zap.WarnLevel
-			}
-			s.log.Check(lvl, "consumer group heartbeat failed; retrying").Write(zap.String("group", s.cfg.Group),
-				zap.Int("attempt", failures), zap.Error(err))
-			if err := s.wait(ctx, waitFor{until: time.Now().Add(s.cfg.RetryBackoff)}); err != nil {
+			if err := s.backOff(ctx, "consumer group heartbeat failed; retrying", failures, err); err != nil {
 				if errors.As(err, &fe) {
 					return fe.error
 				}

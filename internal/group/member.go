@@ -205,13 +205,7 @@ func (s *runState) loop(ctx context.Context) error {
 				return nil
 			}
 			failures++
-			lvl := zap.DebugLevel
-			if failures > 3 {
-				lvl = zap.WarnLevel
-			}
-			s.log.Check(lvl, "joining the consumer group failed; retrying").Write(zap.String("group", s.cfg.Group),
-				zap.Int("attempt", failures), zap.Error(err))
-			if err := s.wait(ctx, waitFor{until: time.Now().Add(s.cfg.RetryBackoff)}); err != nil {
+			if err := s.backOff(ctx, "joining the consumer group failed; retrying", failures, err); err != nil {
 				if errors.As(err, &fe) {
 					return fe.error
 				}
@@ -232,6 +226,18 @@ func (s *runState) loop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// backOff logs a failed attempt (at debug level for the first three, then
+// warn) and waits RetryBackoff, heartbeating meanwhile; it returns what
+// the wait returns (a fatal error, or the loss of the session).
+func (s *runState) backOff(ctx context.Context, msg string, attempt int, err error) error {
+	lvl := zap.DebugLevel
+	if attempt > 3 {
+		lvl = zap.WarnLevel
+	}
+	s.log.Check(lvl, msg).Write(zap.String("group", s.cfg.Group), zap.Int("attempt", attempt), zap.Error(err))
+	return s.wait(ctx, waitFor{until: time.Now().Add(s.cfg.RetryBackoff)})
 }
 
 // publish makes the current generation and assignment visible to Commit.
