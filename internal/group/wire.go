@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
-	"time"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
@@ -178,25 +176,7 @@ func (c *conn) exchange(ctx context.Context, fn func() error) error {
 	if c.err != nil {
 		return c.err
 	}
-	dl, _ := ctx.Deadline()
-	if err := c.nc.SetDeadline(dl); err != nil {
-		c.fail(err)
-		return err
-	}
-	var mu sync.Mutex
-	done := false
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			_ = c.nc.SetDeadline(time.Unix(1, 0)) // unblocks the read or write in progress
-		}
-	})
-	err := fn()
-	stop()
-	mu.Lock()
-	done = true
-	mu.Unlock()
+	err := kafkawire.Bound(ctx, c.nc, fn)
 	if err != nil {
 		c.fail(err)
 		if ctx.Err() != nil {

@@ -142,31 +142,42 @@ func (c *Conn) Request(ctx context.Context, req kmsg.Request, resp kmsg.Response
 
 // roundTrip writes one request frame and returns the body of its answer
 // (after the response header).
-func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) ([]byte, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		if err := c.c.SetDeadline(dl); err != nil {
-			return nil, err
-		}
-	} else if err := c.c.SetDeadline(time.Time{}); err != nil {
-		return nil, err
+func (c *Conn) roundTrip(ctx context.Context, req kmsg.Request) (body []byte, err error) {
+	err = Bound(ctx, c.c, func() error {
+		body, err = c.exchange(req)
+		return err
+	})
+	return body, err
+}
+
+// Bound runs fn, which reads and writes nc, within ctx: ctx's deadline
+// (none: none) is nc's, and ctx ending unblocks a read or write in
+// progress. It returns fn's error, or SetDeadline's.
+func Bound(ctx context.Context, nc net.Conn, fn func() error) error {
+	dl, _ := ctx.Deadline()
+	if err := nc.SetDeadline(dl); err != nil {
+		return err
 	}
-	// a cancelled ctx unblocks the read or write in progress
 	var mu sync.Mutex
 	done := false
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !done {
-			_ = c.c.SetDeadline(time.Unix(1, 0))
+			_ = nc.SetDeadline(time.Unix(1, 0)) // in the past: the blocked call returns
 		}
 	})
-	defer func() {
-		stop()
-		mu.Lock()
-		done = true
-		mu.Unlock()
-	}()
+	err := fn()
+	stop()
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	return err
+}
 
+// exchange writes one request frame and reads the body of its answer
+// (after the response header).
+func (c *Conn) exchange(req kmsg.Request) ([]byte, error) {
 	c.corr++
 	c.wbuf = c.format.AppendRequest(c.wbuf[:0], req, c.corr)
 	if _, err := c.c.Write(c.wbuf); err != nil {
