@@ -100,12 +100,11 @@ type coordinator struct {
 	now   time.Time
 
 	// generation
-	gen      offsets.Generation
-	active   bool
-	store    offsets.CommitStore
-	fenced   bool         // the group fenced a commit: no more commits this generation
-	revoking bool         // a revoke is in progress (c.revoke)
-	revoke   *revokeEvent // the revoke in progress; its partitions have revoking set
+	gen    offsets.Generation
+	active bool
+	store  offsets.CommitStore
+	fenced bool         // the group fenced a commit: no more commits this generation
+	revoke *revokeEvent // the revoke in progress (nil: none); its partitions have revoking set
 	// finalCommit: the revoke drained and its commit was sent (or was
 	// not needed).
 	finalCommit bool
@@ -299,7 +298,7 @@ func (c *coordinator) plan() {
 // Never while a commit is in flight or during a revoke (which sends its
 // own final commit).
 func (c *coordinator) commitDue() bool {
-	if c.committer.busy() || c.revoking {
+	if c.committer.busy() || c.revoke != nil {
 		return false
 	}
 	return len(c.flushes) > 0 || (c.dirty && c.cfg.commitInterval > 0 && !c.now.Before(c.nextCommitAt))

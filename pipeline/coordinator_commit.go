@@ -117,7 +117,7 @@ func (c *coordinator) onCommit(r *commit.Result) {
 		}
 	}
 	c.committing = nil
-	if c.revoking && c.finalCommit {
+	if c.revoke != nil && c.finalCommit {
 		c.finalErr = err
 	}
 	for _, f := range c.flushes {

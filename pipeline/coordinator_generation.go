@@ -17,7 +17,7 @@ import (
 func (c *coordinator) onAssign(e *assignEvent) {
 	kept := 0
 	switch {
-	case c.active && c.revoking:
+	case c.active && c.revoke != nil:
 		// The group layer waits for a revoke before it moves on; if it
 		// did not, forget the old generation without committing (its
 		// offsets are fenced anyway).
@@ -123,7 +123,7 @@ func (c *coordinator) await(p *partition, req offsetstore.StartRequest) {
 }
 
 func (c *coordinator) onRevoke(e *revokeEvent) {
-	if !c.active || e.gen != c.gen || c.revoking {
+	if !c.active || e.gen != c.gen || c.revoke != nil {
 		reply(e.done, nil)
 		return
 	}
@@ -146,7 +146,7 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		reply(e.done, nil)
 		return
 	}
-	c.revoking, c.revoke = true, e
+	c.revoke = e
 	if e.partitions == nil && c.out.abortFetches != nil {
 		// A fetch long-polls for up to fetch_max_wait; its records would
 		// be dropped anyway, so do not let it hold up the revoke. (A
@@ -164,7 +164,7 @@ var errPartitionsLost = errors.New("partitions lost to another member")
 // checkRevoke finishes a revoke once in-flight work of its partitions
 // drained and the final commit is done, or its deadlines passed.
 func (c *coordinator) checkRevoke() {
-	if !c.revoking {
+	if c.revoke == nil {
 		return
 	}
 	e := c.revoke
@@ -246,7 +246,7 @@ func (c *coordinator) release(tps []offsetstore.TopicPartition, cause error) {
 	// The lookup, fetches and commit in flight stay in flight: their
 	// answers free the workers (and bury the zombies).
 	c.stats.bufferedBytes.Store(c.buffered)
-	c.revoking, c.revoke = false, nil
+	c.revoke = nil
 	if !all {
 		return
 	}
