@@ -26,7 +26,38 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop: finish in-flight records,
 	// commit, leave the group. Default 30s.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Guarantee is what a crash or rebalance may do to the output:
+	// AtLeastOnce (the default) repeats up to a commit interval of
+	// records; ExactlyOnce writes every output record and its source
+	// offset in one Kafka transaction per commit interval, so nothing is
+	// repeated or lost in the output topics (read them read_committed).
+	Guarantee Guarantee `yaml:"guarantee"`
+	// TransactionTimeout is how long the broker lets one of our
+	// transactions stay open before it aborts it (a crashed instance's
+	// open transaction blocks read_committed readers of its partitions
+	// until then). ExactlyOnce only. Default 60s; at most the broker's
+	// transaction.max.timeout.ms (15 minutes by default).
+	TransactionTimeout time.Duration `yaml:"transaction_timeout"`
 }
+
+// Guarantee is the delivery guarantee of a pipeline's output.
+type Guarantee string
+
+const (
+	// AtLeastOnce commits a record's offset only after its outputs were
+	// acknowledged: a crash repeats the records processed since the
+	// last commit (at most about a commit interval of them). The
+	// default.
+	AtLeastOnce Guarantee = "at_least_once"
+	// ExactlyOnce writes outputs and dead letters in a Kafka transaction
+	// with the consumed offsets (KIP-447), one transaction per commit
+	// interval. Input is read read_committed. Outputs become visible to
+	// read_committed readers when their transaction commits, up to a
+	// commit interval after they are produced. Stages whose effects go
+	// elsewhere than their output records and the pipeline's producers
+	// (stdout, a Go stage's own calls) stay at-least-once.
+	ExactlyOnce Guarantee = "exactly_once"
+)
 
 // KafkaConfig says how to reach the cluster.
 type KafkaConfig struct {
@@ -316,6 +347,13 @@ func (c Config) withDefaults() Config {
 	}
 	def(&d.Backoff, 100*time.Millisecond)
 	def(&c.ShutdownTimeout, 30*time.Second)
+	if c.Guarantee == "" {
+		c.Guarantee = AtLeastOnce
+	}
+	def(&c.TransactionTimeout, 60*time.Second)
+	if c.Guarantee == ExactlyOnce {
+		c.Consumer.ReadCommitted = true
+	}
 	return c
 }
 
@@ -459,6 +497,19 @@ func (c Config) Validate() error {
 	}
 	c.validateSizes(bad)
 	c.validateDurations(bad)
+	switch c.Guarantee {
+	case AtLeastOnce:
+	case ExactlyOnce:
+		if c.TransactionTimeout > 0 && c.TransactionTimeout < time.Second {
+			bad("transaction_timeout", "%v is too short for a transaction (at least 1s; the default is 60s)", c.TransactionTimeout)
+		}
+		if c.TransactionTimeout > 0 && c.Consumer.CommitInterval*2 > c.TransactionTimeout {
+			bad("consumer.commit_interval", "%v leaves a transaction too little of transaction_timeout (%v): keep it below half of it",
+				c.Consumer.CommitInterval, c.TransactionTimeout)
+		}
+	default:
+		badValue("guarantee", string(c.Guarantee), "%q is not a guarantee: at_least_once (the default) or exactly_once", string(c.Guarantee))
+	}
 	d := c.DeadLetter
 	if d.Retries < -1 {
 		bad("dead_letter.retries", "%d is not a number of retries (-1: none)", d.Retries)
@@ -531,6 +582,7 @@ func (c Config) validateDurations(bad func(key, format string, args ...any)) {
 		{"consumer.processing_timeout", k.ProcessingTimeout, false}, {"consumer.session_timeout", k.SessionTimeout, true},
 		{"consumer.heartbeat_interval", k.HeartbeatInterval, true}, {"consumer.rebalance_timeout", k.RebalanceTimeout, true},
 		{"dead_letter.backoff", c.DeadLetter.Backoff, false}, {"shutdown_timeout", c.ShutdownTimeout, false},
+		{"transaction_timeout", c.TransactionTimeout, true},
 	} {
 		switch {
 		case d.d < 0:

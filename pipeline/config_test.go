@@ -46,6 +46,14 @@ func TestValidate(t *testing.T) {
 		{name: "heartbeat not below session", edit: func(c *pipeline.Config) {
 			c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout = time.Minute, time.Second
 		}, wants: []string{"consumer.heartbeat_interval:"}},
+		{name: "unknown guarantee", edit: func(c *pipeline.Config) { c.Guarantee = "exactly-once" },
+			wants: []string{`guarantee: "exactly-once" is not a guarantee: at_least_once (the default) or exactly_once`}},
+		{name: "commit interval too close to the transaction timeout", edit: func(c *pipeline.Config) {
+			c.Guarantee, c.Consumer.CommitInterval, c.TransactionTimeout = pipeline.ExactlyOnce, 40*time.Second, time.Minute
+		}, wants: []string{"consumer.commit_interval: 40s leaves a transaction too little of transaction_timeout (1m0s)"}},
+		{name: "transaction timeout too short", edit: func(c *pipeline.Config) {
+			c.Guarantee, c.TransactionTimeout = pipeline.ExactlyOnce, 500*time.Millisecond
+		}, wants: []string{"transaction_timeout: 500ms is too short"}},
 		{name: "negative duration", edit: func(c *pipeline.Config) { c.ShutdownTimeout = -time.Second },
 			wants: []string{"shutdown_timeout: must not be negative"}},
 		{name: "dead-letter topic policy without topic", edit: func(c *pipeline.Config) {

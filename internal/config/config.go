@@ -63,13 +63,15 @@ type Log struct {
 // fileSchema is the file's layout. The pipeline's sections are the
 // pipeline package's own structs: their yaml tags are the keys.
 type fileSchema struct {
-	Kafka           kafkaSection              `yaml:"kafka"`
-	Consumer        pipeline.ConsumerConfig   `yaml:"consumer"`
-	Pipeline        stageNodes                `yaml:"pipeline"`
-	DeadLetter      pipeline.DeadLetterConfig `yaml:"dead_letter"`
-	HTTP            httpSection               `yaml:"http"`
-	Log             Log                       `yaml:"log"`
-	ShutdownTimeout time.Duration             `yaml:"shutdown_timeout"`
+	Kafka              kafkaSection              `yaml:"kafka"`
+	Consumer           pipeline.ConsumerConfig   `yaml:"consumer"`
+	Pipeline           stageNodes                `yaml:"pipeline"`
+	DeadLetter         pipeline.DeadLetterConfig `yaml:"dead_letter"`
+	HTTP               httpSection               `yaml:"http"`
+	Log                Log                       `yaml:"log"`
+	ShutdownTimeout    time.Duration             `yaml:"shutdown_timeout"`
+	Guarantee          pipeline.Guarantee        `yaml:"guarantee"`
+	TransactionTimeout time.Duration             `yaml:"transaction_timeout"`
 }
 
 type kafkaSection struct {
@@ -154,7 +156,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 		File: file,
 		Pipeline: pipeline.Config{
 			Kafka: fs.Kafka.KafkaConfig, Consumer: fs.Consumer, DeadLetter: fs.DeadLetter,
-			ShutdownTimeout: fs.ShutdownTimeout,
+			ShutdownTimeout: fs.ShutdownTimeout, Guarantee: fs.Guarantee, TransactionTimeout: fs.TransactionTimeout,
 		},
 		Embedded: fs.Kafka.Embedded,
 		Log:      fs.Log,
