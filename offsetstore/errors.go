@@ -42,6 +42,14 @@ const (
 	// auto_offset_reset says, so nothing written after it is skipped.
 	// This is a data-loss event; To is below From.
 	ReasonLogTruncation
+	// ReasonTransactionAborted: with guarantee exactly_once, the
+	// transaction holding the partition's outputs since its last commit
+	// was aborted (a produce failed, the group rebalanced, a partition
+	// stopped, a deadline passed): those outputs were discarded, so the
+	// partition goes back to its committed offset (To, below From) and
+	// its records are processed again. Nothing is lost or duplicated in
+	// the output.
+	ReasonTransactionAborted
 )
 
 // String returns the reason's snake_case name, as used in logs and
@@ -58,6 +66,8 @@ func (r ResetReason) String() string {
 		return "seek"
 	case ReasonLogTruncation:
 		return "log_truncation"
+	case ReasonTransactionAborted:
+		return "transaction_aborted"
 	}
 	return fmt.Sprintf("ResetReason(%d)", uint8(r))
 }

@@ -37,6 +37,12 @@ type coordinatorConfig struct {
 	// reportCommits sends a notice with the offsets (and newest record
 	// times) of every acknowledged commit, for an Observer.
 	reportCommits bool
+	// transactional: guarantee exactly_once (see coordinator_txn.go);
+	// the store is an offsets.TransactionStore. txnDrainTimeout bounds
+	// how long a due commit waits for processing to drain before the
+	// transaction is aborted.
+	transactional   bool
+	txnDrainTimeout time.Duration
 }
 
 // coordinatorOutputs are where the coordinator sends work. Each worker
@@ -52,6 +58,9 @@ type coordinatorOutputs struct {
 	// abortFetches cancels the fetches in flight (they still answer,
 	// with an error); nil if not supported. Must not block.
 	abortFetches func()
+	// fatal ends the run with err (the transactional producer failed
+	// for good); nil if not supported. Must not block.
+	fatal func(err error)
 }
 
 // notice is something the coordinator reports to the application: a
@@ -80,6 +89,7 @@ type coordinatorStats struct {
 	resets        atomic.Int64
 	commits       atomic.Int64
 	commitErrors  atomic.Int64
+	txnAborts     atomic.Int64 // transactions aborted (exactly_once)
 	// stoppedPartitions is how many assigned partitions are stopped now;
 	// stops counts every stop.
 	stoppedPartitions atomic.Int64
@@ -139,6 +149,8 @@ type coordinator struct {
 	needLeaders  bool  // some partition has no known leader
 	lastMetaReq  time.Time
 
+	txn txnState // exactly_once only
+
 	toProcess    process.Message // next message for processing
 	notices      []notice
 	scratchR     []offsets.ResolveEntry
@@ -168,6 +180,9 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 	if cfg.budget <= 0 {
 		cfg.budget = 64 << 20
 	}
+	if cfg.txnDrainTimeout <= 0 {
+		cfg.txnDrainTimeout = 30 * time.Second
+	}
 	return &coordinator{
 		cfg:          cfg,
 		out:          out,
@@ -181,6 +196,7 @@ func newCoordinator(cfg coordinatorConfig, out coordinatorOutputs, log *zap.Logg
 		leaders:      make(map[offsetstore.TopicPartition]int32),
 		leaderEpochs: make(map[offsetstore.TopicPartition]int32),
 		brokers:      make(map[fetcherKey]*fetcher),
+		txn:          txnState{inProcess: map[*fetch.Batch]struct{}{}},
 	}
 }
 
@@ -213,6 +229,8 @@ func (c *coordinator) handle(ev event) {
 		c.onFlush(e)
 	case *statsEvent:
 		e.done <- c.snapshot()
+	case txnFailedEvent:
+		c.onTxnProducerFailed(e)
 	default: // nil
 		c.ignore("no event", zap.String("type", fmt.Sprintf("%T", ev)))
 	}
@@ -269,7 +287,9 @@ func (c *coordinator) plan() {
 		// partitions being revoked are not fetchable; the others keep
 		// going through a (cooperative) revoke
 		c.planFetches()
-		if c.commitDue() && !c.sendCommit() {
+		if c.cfg.transactional {
+			c.planTxn()
+		} else if c.commitDue() && !c.sendCommit() {
 			for _, f := range c.flushes {
 				reply(f, nil)
 			}

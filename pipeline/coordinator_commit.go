@@ -4,6 +4,7 @@ package pipeline
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 
@@ -20,6 +21,9 @@ func (c *coordinator) onProcessed(r *process.Report) {
 		if bt == nil {
 			c.ignore("completion without a batch")
 			continue
+		}
+		if c.cfg.transactional {
+			delete(c.txn.inProcess, bt)
 		}
 		p := c.byTP(bt.Partition())
 		if p == nil || !c.active {
@@ -71,8 +75,16 @@ func (c *coordinator) onProcessed(r *process.Report) {
 			// does not stop the partition.
 			c.log.Warn("a record failed after a seek moved its partition; the seek stands and the partition goes on",
 				zap.Stringer("partition", p.tp), zap.Int64("offset", done), zap.Error(cp.Err))
+		case h.epoch < p.abortedBelow:
+			// handed out in a transaction that was aborted since: the
+			// record runs again from the transaction's start
 		case p.state != Stopped:
 			c.stop(p, cp.Err)
+			if c.cfg.transactional {
+				// later records of the batch may have written outputs
+				// into the transaction: it must not commit
+				c.abortTxn(fmt.Errorf("partition %s stopped: %w", p.tp, cp.Err))
+			}
 		}
 	}
 	if c.buffered < 0 {
@@ -84,6 +96,19 @@ func (c *coordinator) onProcessed(r *process.Report) {
 func (c *coordinator) onCommit(r *commit.Result) {
 	if _, ok := c.committer.answer(r.Request.ID(), 0); !ok {
 		c.ignore("commit result with no commit in flight")
+		return
+	}
+	if c.cfg.transactional && c.onTxnResult(r) {
+		// an abort's answer, or a commit whose transaction was aborted
+		// or failed: nothing was committed
+		c.committing = nil
+		if c.revoke != nil && c.finalCommit {
+			c.finalErr = r.Err
+		}
+		for _, f := range c.flushes {
+			reply(f, r.Err)
+		}
+		c.flushes = nil
 		return
 	}
 	current := c.active && r.Request.Generation() == c.gen

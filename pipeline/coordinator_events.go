@@ -37,6 +37,7 @@ func (*pauseEvent) coordinatorEvent()    {}
 func (*flushEvent) coordinatorEvent()    {}
 func (*statsEvent) coordinatorEvent()    {}
 func (tickEvent) coordinatorEvent()      {}
+func (txnFailedEvent) coordinatorEvent() {}
 
 // The coordinator's input events that do not come from a step.
 
@@ -110,3 +111,11 @@ type statsEvent struct {
 // revoke deadlines. The run loop sends it from a ticker; tests send it
 // directly.
 type tickEvent struct{ now time.Time }
+
+// txnFailedEvent is the transactional producer's report that its open
+// transaction must be aborted (a write failed), or, fatal, that it failed
+// for good (fenced by another instance with the same transactional id).
+type txnFailedEvent struct {
+	err   error
+	fatal bool
+}

@@ -126,7 +126,7 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 		// The coordinator records what it hands out (span, epoch,
 		// bytes) and marks exactly that when the batch completes: it
 		// never trusts, or even reads, the batch itself here.
-		c.toProcess.Batches = append(c.toProcess.Batches, bt)
+		c.handOut(bt)
 		p.out = append(p.out, handout{batch: bt, span: offsets.Span{Start: at, End: pr.Next}, epoch: p.epoch, bytes: pr.Bytes,
 			leaderEpoch: pr.LastLeaderEpoch})
 		p.outBytes += pr.Bytes

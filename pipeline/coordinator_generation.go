@@ -137,7 +137,16 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		c.fenceProcessing(p)
 		revoking++
 	}
+	if c.cfg.transactional {
+		// their batches held for processing will not run here
+		c.dropHeld(func(p *partition) bool { return p.revoking })
+	}
 	if e.lost {
+		if c.cfg.transactional {
+			// their outputs are in the open transaction, and their new
+			// owner processes the records again: it must not commit
+			c.abortTxn(errPartitionsLost)
+		}
 		// The group took the partitions away (the session expired, the
 		// member was fenced): their offsets can no longer be committed.
 		c.log.Warn("partitions lost: the group gave them to another member; in-flight records are dropped and fetched again by their new owner",
@@ -168,6 +177,9 @@ func (c *coordinator) checkRevoke() {
 		return
 	}
 	e := c.revoke
+	if !c.finalCommit && c.cfg.transactional && !c.checkRevokeTxn(e) {
+		return
+	}
 	if !c.finalCommit {
 		drained := true
 		for _, p := range c.slots {

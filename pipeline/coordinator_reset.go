@@ -220,7 +220,13 @@ func (c *coordinator) newEpoch(p *partition) {
 }
 
 func (c *coordinator) fenceProcessing(p *partition) {
-	c.toProcess.Fences = append(c.toProcess.Fences, process.Fence{Partition: p.tp, Epoch: p.epoch})
+	c.toProcess.Fences = append(c.toProcess.Fences, processFence(p, false))
+}
+
+// processFence fences p's processing up to its current epoch; cancel
+// also cancels its running units.
+func processFence(p *partition, cancel bool) process.Fence {
+	return process.Fence{Partition: p.tp, Epoch: p.epoch, Cancel: cancel}
 }
 
 // startFetching moves p to Fetching at offset (>= 0) in its current epoch.
@@ -239,6 +245,11 @@ func (c *coordinator) startFetching(p *partition, offset int64) {
 	p.req = offsetstore.StartRequest{}
 	if _, set := p.wm.Committable(); !set || p.wm.Generation() != c.gen {
 		p.wm = offsets.NewWatermark(c.gen, p.epoch, offset)
+	}
+	if !p.hasTxnBase {
+		// its first position: what a transaction aborted before its
+		// first commit goes back to
+		p.txnBase, p.hasTxnBase = offset, true
 	}
 	c.dirty = true
 	c.makeReady(p)

@@ -117,6 +117,15 @@ type partition struct {
 
 	stopErr error
 
+	// txnBase is where the open transaction began for this partition
+	// (exactly_once: the committed offset, or its first position since);
+	// an abort goes back to it. abortedBelow: batches of epochs below it
+	// were handed out in an aborted transaction, and their failures do
+	// not stop the partition.
+	txnBase      int64
+	hasTxnBase   bool
+	abortedBelow offsetstore.Epoch
+
 	// zombie: released (its generation ended) with an operation still
 	// in flight; kept only until that operation's result arrives.
 	zombie bool

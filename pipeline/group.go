@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/group"
+	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -35,8 +36,11 @@ type member struct {
 	// What the coordinator was told, owned by run's goroutine: the
 	// generation and its store, and the partitions assigned.
 	gen   offsets.Generation
-	store *memberStore
+	store offsets.CommitStore
 	owned map[offsetstore.TopicPartition]bool
+	// txn, under exactly_once, is the transactional producer the
+	// generations' stores commit with.
+	txn *produce.Producer
 	// idleSince is when this member last had no partition (the start of
 	// Run, or the end of a revoke that took them all).
 	idleSince time.Time
@@ -124,7 +128,12 @@ func (m *member) assigned(ctx context.Context, gm *group.Member, e group.Assigne
 }
 
 func (m *member) newGeneration(ctx context.Context, gm *group.Member, gen offsets.Generation, parts []assignedPartition) {
-	m.gen, m.store = gen, &memberStore{m: gm, gen: gen}
+	m.gen = gen
+	if m.txn != nil {
+		m.store = &txnStore{prod: m.txn, gm: gm, group: m.cfg.Consumer.Group, gen: gen}
+	} else {
+		m.store = &memberStore{m: gm, gen: gen}
+	}
 	m.loop.send(ctx, &assignEvent{gen: gen, store: m.store, partitions: parts})
 }
 

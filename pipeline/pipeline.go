@@ -56,6 +56,7 @@ type Pipeline struct {
 	sink    stages.Producer
 	obs     Observer
 	outputs []string
+	out     *Outputs // WithOutputs
 	tick    time.Duration
 
 	started   atomic.Bool
@@ -100,6 +101,15 @@ func OnPartitionStopped(fn func(PartitionStopped)) Option {
 // a truncated dead letter instead (see stages.HeaderTruncated), and stop
 // the partition if that is refused too.
 func WithDeadLetterSink(s stages.Producer) Option { return func(p *Pipeline) { p.sink = s } }
+
+// WithOutputs gives the pipeline the Outputs its stages were built with
+// (their stages.Env.Producer). The pipeline writes its dead letters
+// through it, checks its topics at start (as WithOutputTopics), and, with
+// guarantee exactly_once, runs its writes in the pipeline's
+// transactions. Without it, an exactly_once pipeline writes only its dead
+// letters transactionally: stages writing through producers of their own
+// are at-least-once.
+func WithOutputs(o *Outputs) Option { return func(p *Pipeline) { p.out = o } }
 
 // WithOutputTopics names topics the stages write to. Run checks at start
 // that they exist, as it does for the consumed topics and the

@@ -22,6 +22,7 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/logging"
+	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -34,6 +35,9 @@ type runner struct {
 	transport *kafka.Transport
 	sink      stages.Producer
 	closeSink func() error
+	// out writes the outputs under exactly_once (the pipeline's
+	// WithOutputs, or one of the runner's own for the dead letters).
+	out *Outputs
 }
 
 func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
@@ -50,6 +54,22 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 		return nil, err
 	}
 	r.sink = p.sink
+	if p.cfg.Guarantee == ExactlyOnce {
+		r.out = p.out
+		if r.out == nil {
+			if r.out, err = NewOutputs(p.cfg); err != nil {
+				r.transport.CloseIdleConnections()
+				return nil, err
+			}
+		}
+		if r.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
+			// dead letters are written in the transaction too
+			if r.sink, err = r.out.Producer(p.cfg.DeadLetter.Topic); err != nil {
+				r.transport.CloseIdleConnections()
+				return nil, err
+			}
+		}
+	}
 	if r.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
 		s := newProducer(conn, p.cfg.DeadLetter.Topic, p.cfg.Kafka.MetadataMaxAge)
 		r.sink, r.closeSink = s, s.Close
@@ -64,7 +84,11 @@ func (p *Pipeline) outputTopics() []string {
 	if p.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
 		out = append(out, p.cfg.DeadLetter.Topic)
 	}
-	for _, t := range p.outputs {
+	more := p.outputs
+	if p.out != nil {
+		more = append(slices.Clone(more), p.out.Topics()...)
+	}
+	for _, t := range more {
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
@@ -202,7 +226,22 @@ func (r *runner) run(ctx context.Context) error {
 			return fetchDialer.Dial(ctx, addr)
 		},
 	})
-	committer := commit.NewCommitter(100*time.Millisecond, cfg.Kafka.DialTimeout)
+	committerTimeout := cfg.Kafka.DialTimeout
+	// memberCtx is the group member's: it ends with ctx, or with the
+	// transactional producer's failure (its cause).
+	memberCtx, failRun := context.WithCancelCause(ctx)
+	defer failRun(nil)
+	var txn *produce.Producer
+	txnFailed := make(chan txnFailedEvent, 1)
+	if cfg.Guarantee == ExactlyOnce {
+		if txn, err = r.startTransactions(ctx, client, txnFailed); err != nil {
+			return err
+		}
+		defer r.out.detach()
+		// a transaction's commit may wait for a coordinator to move
+		committerTimeout = max(committerTimeout, cfg.TransactionTimeout/2)
+	}
+	committer := commit.NewCommitter(100*time.Millisecond, committerTimeout)
 	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics, brokers)
 
 	var wg conc.WaitGroup
@@ -231,6 +270,8 @@ func (r *runner) run(ctx context.Context) error {
 		fetchersPerBroker: cfg.Consumer.FetchConcurrency,
 		metadataBackoff:   100 * time.Millisecond,
 		reportCommits:     p.obs != nil,
+		transactional:     txn != nil,
+		txnDrainTimeout:   cfg.TransactionTimeout / 2,
 	}, coordinatorOutputs{
 		resolve:  func(b offsets.ResolveRequest) { resolveCh <- b },
 		commit:   func(c commit.Job) { commitCh <- c },
@@ -254,6 +295,7 @@ func (r *runner) run(ctx context.Context) error {
 			ch <- fetchJob{ctx: fetchCtx, batch: b}
 		},
 		abortFetches: func() { abortFetches() },
+		fatal:        func(err error) { failRun(err) },
 	}, log, &p.stats.coord, time.Now())
 	loop = newCoordinatorLoop(coord, processCh, noticeCh, p.tick)
 
@@ -299,11 +341,28 @@ func (r *runner) run(ctx context.Context) error {
 	})
 	wg.Go(func() { r.refreshMetadata(runCtx, metadata, metaCh, loop) })
 	wg.Go(func() { r.notify(runCtx, noticeCh) })
+	if txn != nil {
+		wg.Go(func() {
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case ev := <-txnFailed:
+					if !loop.send(runCtx, ev) {
+						return
+					}
+				}
+			}
+		})
+	}
 	p.loop.Store(loop)
 	defer p.loop.Store(nil)
 
-	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs}
-	err = m.run(ctx)
+	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs, txn: txn}
+	err = m.run(memberCtx)
+	if cause := context.Cause(memberCtx); ctx.Err() == nil && cause != nil && err == nil {
+		err = fmt.Errorf("exactly_once: %w", cause)
+	}
 	deadlinePassed := runCtx.Err() != nil
 	// Stop every step now. A stage call still running gets
 	// process.DefaultAbandonAfter to return, then is abandoned: Run does
@@ -531,4 +590,38 @@ func (p *Pipeline) closeStages() {
 	if err := p.Close(ctx); err != nil {
 		p.log.Warn("closing stages failed", zap.Error(err))
 	}
+}
+
+// startTransactions builds the run's transactional producer (guarantee
+// exactly_once), gives it to the outputs, and initializes it, which fences
+// an older producer with the same transactional id and opens the first
+// transaction. The producer's reports of failed transactions go to
+// failed (dropped when one is pending: the coordinator reads the
+// producer's state from the commit step's answers too).
+func (r *runner) startTransactions(ctx context.Context, client *kafkawire.Client, failed chan<- txnFailedEvent) (*produce.Producer, error) {
+	cfg := r.p.cfg
+	id := transactionalID(cfg.Consumer)
+	prod := produce.New(client, produce.Config{
+		TransactionalID: id, TransactionTimeout: cfg.TransactionTimeout,
+		OnTxnFailed: func(err error) {
+			select {
+			case failed <- txnFailedEvent{err: err, fatal: failedForGood(err)}:
+			default:
+			}
+		},
+	})
+	if err := r.out.attach(prod); err != nil {
+		return nil, err
+	}
+	ictx, cancel := context.WithTimeout(ctx, max(cfg.Kafka.DialTimeout, 30*time.Second))
+	defer cancel()
+	if err := prod.Begin(ictx); err != nil {
+		r.out.detach()
+		return nil, fmt.Errorf("exactly_once: starting the transactional producer %q: %w (check that the cluster supports "+
+			"transactions, with enough brokers for transaction.state.log.replication.factor, and that the principal may "+
+			"WRITE and DESCRIBE transactional ids starting with %q)", id, err, cfg.Consumer.Group+"-")
+	}
+	r.p.log.Info("exactly_once: transactional producer ready", zap.String("transactional_id", id),
+		zap.Duration("transaction_timeout", cfg.TransactionTimeout))
+	return prod, nil
 }

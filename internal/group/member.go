@@ -837,6 +837,30 @@ func (s *runState) shutdown(parent context.Context) {
 // FENCED_INSTANCE_ID): those offsets must not be committed again. Safe
 // for concurrent use; calls are serialized.
 func (m *Member) Commit(ctx context.Context, offs []Offset) error {
+	return m.commitOffsets(ctx, offs)
+}
+
+// Identity returns what a transaction's offset commit (KIP-447) carries
+// for this member: its generation (the member epoch under the consumer
+// protocol), member id and instance id, once it checked that every one of
+// tps is assigned to it in that generation. Its error wraps
+// offsets.ErrGenerationEnded, as Commit's does, when the member is in no
+// generation or does not own one of tps. Safe for concurrent use.
+func (m *Member) Identity(tps []offsetstore.TopicPartition) (gen int32, memberID, instanceID string, err error) {
+	snap := m.snap.Load()
+	if snap.gen < 0 {
+		return 0, "", "", fmt.Errorf("group %q: the member is in no generation: %w", m.cfg.Group, offsets.ErrGenerationEnded)
+	}
+	for _, p := range tps {
+		if !snap.owned[tp{p.Topic, p.Partition}] {
+			return 0, "", "", fmt.Errorf("group %q: %s is not assigned to this member in generation %d: %w",
+				m.cfg.Group, p, snap.gen, offsets.ErrGenerationEnded)
+		}
+	}
+	return snap.gen, snap.memberID, m.cfg.InstanceID, nil
+}
+
+func (m *Member) commitOffsets(ctx context.Context, offs []Offset) error {
 	if len(offs) == 0 {
 		return nil
 	}

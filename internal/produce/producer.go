@@ -49,6 +49,9 @@ type Config struct {
 	// Compression is the codec of every batch; default none.
 	// MaxBatchBytes bounds a batch before compression.
 	Compression Compression
+	// OnTxnFailed is called when a transaction becomes abortable or the
+	// producer fails for good.
+	OnTxnFailed func(err error)
 }
 
 func (c Config) withDefaults() Config {

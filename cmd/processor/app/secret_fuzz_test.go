@@ -50,6 +50,8 @@ dead_letter: {topic: @@, policy: @@, retries: @@, backoff: @@}
 http: {address: @@}
 log: {level: @@, format: @@}
 shutdown_timeout: @@
+guarantee: @@
+transaction_timeout: @@
 pipeline:
   - {stage: json, name: @@, require: [@@]}
   - {stage: filter, if: @@}

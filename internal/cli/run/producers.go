@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,17 +12,21 @@ import (
 )
 
 // producerPool hands stages one shared producer per topic (the
-// stages.Env Producer function), measures what each writes, and closes
-// them all at the end.
+// stages.Env Producer function) from the pipeline's Outputs, measures
+// what each writes, and closes them all at the end.
 type producerPool struct {
-	kafka   pipeline.KafkaConfig
+	outputs *pipeline.Outputs
 	metrics *metrics
 	mu      sync.Mutex
 	byTop   map[string]*measuredProducer
 }
 
-func newProducerPool(k pipeline.KafkaConfig, m *metrics) *producerPool {
-	return &producerPool{kafka: k, metrics: m, byTop: map[string]*measuredProducer{}}
+func newProducerPool(cfg pipeline.Config, m *metrics) (*producerPool, error) {
+	out, err := pipeline.NewOutputs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &producerPool{outputs: out, metrics: m, byTop: map[string]*measuredProducer{}}, nil
 }
 
 // get returns the producer to topic, creating it on first use.
@@ -46,7 +49,7 @@ func (pp *producerPool) open(topic string, output bool) (*measuredProducer, erro
 		}
 		return p, nil
 	}
-	p, err := pipeline.NewProducer(pp.kafka, topic)
+	p, err := pp.outputs.Producer(topic)
 	if err != nil {
 		return nil, err
 	}
@@ -73,17 +76,13 @@ func (pp *producerPool) topics() []string {
 func (pp *producerPool) close() error {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	var errs []error
-	for _, p := range pp.byTop {
-		errs = append(errs, p.p.Close())
-	}
 	pp.byTop = map[string]*measuredProducer{}
-	return errors.Join(errs...)
+	return pp.outputs.Close()
 }
 
 // measuredProducer records every Produce call in the metrics.
 type measuredProducer struct {
-	p       *pipeline.Producer
+	p       stages.Producer
 	topic   string
 	output  atomic.Bool // a stage writes to it (it is not only the dead-letter topic)
 	metrics *metrics

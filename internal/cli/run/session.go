@@ -85,7 +85,10 @@ func (r *session) execute(ctx context.Context) (result, error) {
 	defer adm.Close()
 
 	m := newMetrics()
-	producers := newProducerPool(pc.Kafka, m)
+	producers, err := newProducerPool(pc, m)
+	if err != nil {
+		return result{}, err
+	}
 	defer func() {
 		if err := producers.close(); err != nil {
 			r.log.Warn("closing producers", zap.Error(err))
@@ -111,7 +114,7 @@ func (r *session) execute(ctx context.Context) (result, error) {
 		opts = append(opts, pipeline.WithDeadLetterSink(sink))
 	}
 	// It checks at start that the topics written to exist.
-	opts = append(opts, pipeline.WithOutputTopics(producers.topics()...))
+	opts = append(opts, pipeline.WithOutputTopics(producers.topics()...), pipeline.WithOutputs(producers.outputs))
 	var names []string
 	for _, b := range built {
 		opts = append(opts, pipeline.WithStage(b.name, b.stage))

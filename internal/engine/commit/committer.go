@@ -46,6 +46,20 @@ func (c *Committer) Commit(ctx context.Context, r Job) *Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if ts, ok := r.Store.(offsets.TransactionStore); ok {
+		// A transaction is committed or aborted once: the store retries
+		// what can be retried within it, and says what happened.
+		var err error
+		if r.Abort {
+			err = ts.Abort(ctx)
+		} else {
+			err = ts.Commit(ctx, r.Request)
+		}
+		return &Result{Request: r.Request, Err: err}
+	}
+	if r.Abort {
+		return &Result{Request: r.Request, Err: fmt.Errorf("%w: abort asked of a store without transactions", offsets.ErrTransactionFailed)}
+	}
 	delay := c.backoff
 	for attempt := 1; ; attempt++ {
 		err := r.Store.Commit(ctx, r.Request)

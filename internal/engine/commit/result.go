@@ -7,6 +7,10 @@ import "github.com/fencepost-dev/fencepost/internal/engine/offsets"
 type Job struct {
 	Request offsets.CommitRequest
 	Store   offsets.CommitStore
+	// Abort asks the store (an offsets.TransactionStore) to abort its
+	// open transaction instead of committing; Request then names only
+	// the generation.
+	Abort bool
 }
 
 // Result answers one Job. Err is nil on success; it wraps

@@ -1,6 +1,9 @@
 package offsets
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Sentinel errors of the engine. They are returned wrapped with details;
 // test with errors.Is.
@@ -21,7 +24,30 @@ var (
 	// NotCoordinator). The generation is over; its offsets must not be
 	// resent under a new generation.
 	ErrGenerationEnded = errors.New("consumer group generation ended; the commit was fenced")
+	// ErrTransactionAborted: a transactional store (guarantee
+	// exactly_once) could not commit the transaction a commit request
+	// closes, and aborted it: the outputs written since the last commit
+	// are discarded, and every partition must go back to its committed
+	// offset. The store has opened the next transaction. Never retried.
+	ErrTransactionAborted = errors.New("the transaction was aborted; its outputs were discarded")
+	// ErrTransactionFailed: a transactional store can no longer commit
+	// anything (the producer was fenced by another instance with the
+	// same transactional id, or failed for good, or a commit's outcome
+	// is unknown). The run must stop; a restart recovers. Never retried.
+	ErrTransactionFailed = errors.New("the transactional producer failed")
 )
+
+// TransactionStore is a CommitStore that commits offsets inside
+// transactions (guarantee exactly_once). Commit commits the open
+// transaction with the request's offsets and opens the next one; its
+// errors wrap ErrTransactionAborted, ErrTransactionFailed or
+// ErrStaleGeneration, and are never retried. Abort discards the open
+// transaction's outputs and opens the next one; its error wraps
+// ErrTransactionFailed.
+type TransactionStore interface {
+	CommitStore
+	Abort(ctx context.Context) error
+}
 
 // Skipped computes ResetEvent.Skipped for a move from `from` to `to` given
 // the log bounds at the time (see ResetEvent).

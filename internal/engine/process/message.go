@@ -11,6 +11,9 @@ import (
 type Fence struct {
 	Partition offsetstore.TopicPartition
 	Epoch     offsetstore.Epoch
+	// Cancel also cancels the context of the partition's running units
+	// of those epochs (a transaction abort): they end unfinished.
+	Cancel bool
 }
 
 // Message is what the coordinator sends to processing: fences first, then

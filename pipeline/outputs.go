@@ -1,0 +1,150 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/fencepost-dev/fencepost/internal/produce"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Outputs hands a pipeline's stages their producers (stages.Env.Producer)
+// and writes the pipeline's dead letters. Build the stages with its
+// Producer, then give it to New with WithOutputs:
+//
+//	out, _ := pipeline.NewOutputs(cfg)
+//	st, _ := spec.Build(stages.Env{Producer: out.Producer})
+//	p, _ := pipeline.New(cfg, pipeline.WithOutputs(out), pipeline.WithStage("write", st))
+//
+// With guarantee at_least_once each topic gets a Producer of its own
+// (acks=all), as NewProducer gives. With exactly_once every topic is
+// written through one transactional producer that the pipeline's Run
+// opens and commits with the consumed offsets: a stage may only produce
+// while Run runs, and one Outputs serves one Pipeline.
+//
+// Close it after Run returned.
+type Outputs struct {
+	cfg Config
+
+	mu     sync.Mutex
+	topics []string
+	byTop  map[string]*Producer // at_least_once
+	txn    *produce.Producer    // exactly_once, while Run runs
+	inUse  bool
+}
+
+// NewOutputs returns the outputs of a pipeline configured by cfg (its
+// Kafka, Consumer.Group, Consumer.GroupInstanceID, Guarantee and
+// TransactionTimeout). Nothing connects before the first write.
+func NewOutputs(cfg Config) (*Outputs, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Kafka.Brokers) == 0 {
+		return nil, errors.New("outputs: kafka.brokers is empty")
+	}
+	return &Outputs{cfg: cfg, byTop: map[string]*Producer{}}, nil
+}
+
+// Producer returns the producer to topic (the same one for every call
+// with the same topic). It implements stages.Env.Producer.
+func (o *Outputs) Producer(topic string) (stages.Producer, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("producer: empty topic name")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !slices.Contains(o.topics, topic) {
+		o.topics = append(o.topics, topic)
+	}
+	if o.cfg.Guarantee == ExactlyOnce {
+		return &txnOutput{o: o, topic: topic}, nil
+	}
+	if p, ok := o.byTop[topic]; ok {
+		return p, nil
+	}
+	p, err := NewProducer(o.cfg.Kafka, topic)
+	if err != nil {
+		return nil, err
+	}
+	o.byTop[topic] = p
+	return p, nil
+}
+
+// Topics returns the topics Producer was asked for, in order.
+func (o *Outputs) Topics() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.topics)
+}
+
+// Close releases the producers' connections. Call it after Run returned.
+func (o *Outputs) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var errs []error
+	for _, p := range o.byTop {
+		errs = append(errs, p.Close())
+	}
+	clear(o.byTop)
+	return errors.Join(errs...)
+}
+
+// attach gives the outputs the transactional producer of a Run; detach
+// takes it back. An Outputs serves one Run at a time.
+func (o *Outputs) attach(p *produce.Producer) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.inUse {
+		return errors.New("outputs: already used by a running pipeline (one Outputs serves one Pipeline)")
+	}
+	o.inUse, o.txn = true, p
+	return nil
+}
+
+func (o *Outputs) detach() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inUse, o.txn = false, nil
+}
+
+func (o *Outputs) current() *produce.Producer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.txn
+}
+
+// errNotRunning is what an exactly_once output returns outside Run.
+var errNotRunning = errors.New("exactly_once output written outside the pipeline's Run (its transactions exist only while Run runs)")
+
+// txnOutput is a topic's producer under exactly_once: it writes in the
+// Run's current transaction.
+type txnOutput struct {
+	o     *Outputs
+	topic string
+}
+
+// Produce implements stages.Producer.
+func (t *txnOutput) Produce(ctx context.Context, records []stages.Record) error {
+	p := t.o.current()
+	if p == nil {
+		return errNotRunning
+	}
+	return p.Produce(ctx, t.topic, records)
+}
+
+// transactionalID is the id of this instance's transactional producer:
+// stable across restarts for a static member (so a restarted instance
+// fences its zombie), else unique per process start (KIP-447: the
+// group's generation fences zombies then).
+func transactionalID(c ConsumerConfig) string {
+	if c.GroupInstanceID != "" {
+		return c.Group + "-" + c.GroupInstanceID
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return c.Group + "-" + hex.EncodeToString(b)
+}
