@@ -50,6 +50,26 @@ type Spec struct {
 	Summary string
 	// Options the stage accepts; any other key is an error.
 	Options []OptionSpec
+	// ExactlyOnce declares that the stage takes part in exactly-once
+	// (a pipeline with guarantee: exactly_once): its only effects are
+	// the records Process returns and the records it writes through
+	// Env.Producer. The pipeline writes those in a Kafka transaction with
+	// the consumed offsets, so an aborted transaction takes them back and
+	// the records are processed again from the committed offsets.
+	//
+	// Set it only if the stage keeps that contract: it writes nowhere
+	// else (standard output, files, databases, HTTP calls, a Kafka client
+	// of its own), and its outputs do not depend on state it keeps from
+	// one Process call to the next (the same stage value processes the
+	// records of an aborted transaction again). Logging through Env.Log
+	// does not count: logs are diagnostics, not outputs.
+	//
+	// The zero value, false, means the stage's effects outside its output
+	// records are at-least-once: repeated after a crash or an aborted
+	// transaction. Such a stage still runs under exactly_once (lint warns
+	// about it, and the stages listing says so); the records it returns
+	// and writes through Env.Producer are still in the transaction.
+	ExactlyOnce bool
 	// New builds the stage. opts holds every option of Options, checked
 	// and with defaults applied. An error about one option should be an
 	// *OptionError so it is reported at that option's position. It is

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/cmd/processor/app"
+	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // These tests use the stages compiled into this binary (stages.Default):
@@ -27,6 +30,26 @@ func TestConfigsLint(t *testing.T) {
 		if code := app.Main([]string{"lint", "-c", f}); code != app.ExitOK {
 			t.Errorf("processor lint -c %s: exit %d (problems above)", f, code)
 		}
+	}
+}
+
+// TestExactlyOnceExample: configs/exactly-once.yaml passes lint (as
+// TestConfigsLint checks), asks for exactly_once, and uses only stages
+// that take part in it, so lint prints no warning for it.
+func TestExactlyOnceExample(t *testing.T) {
+	const file = "../../configs/exactly-once.yaml"
+	if code := app.Main([]string{"lint", "-c", file}); code != app.ExitOK {
+		t.Fatalf("processor lint -c %s: exit %d (problems above)", file, code)
+	}
+	cfg, err := config.Load(file, stages.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pipeline.Guarantee != pipeline.ExactlyOnce {
+		t.Errorf("guarantee %q, want %q", cfg.Pipeline.Guarantee, pipeline.ExactlyOnce)
+	}
+	if ws := cfg.Warnings(); len(ws) > 0 {
+		t.Errorf("lint warns about the example: %v", ws)
 	}
 }
 

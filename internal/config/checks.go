@@ -55,6 +55,19 @@ func (d *decoder) zeroMeansDefault(path string, v, def int64) bool {
 	return written && !d.empty[path] && v == 0 && def != 0 && !d.reported(path)
 }
 
+// checkReadCommitted refuses consumer.read_committed: false with
+// guarantee: exactly_once, which reads read_committed whatever the file
+// says: run would otherwise change the value silently.
+func (d *decoder) checkReadCommitted(pc pipeline.Config) {
+	const key = "consumer.read_committed"
+	pos, written := d.keys[key]
+	if !written || d.empty[key] || pc.Consumer.ReadCommitted || pc.Guarantee != pipeline.ExactlyOnce || d.reported(key) {
+		return
+	}
+	d.probs.add(pos, key, "false contradicts guarantee: exactly_once, which reads only committed records",
+		"remove read_committed (exactly_once turns it on), or use guarantee: at_least_once")
+}
+
 // checkTLS reads the files kafka.tls names, as run will: a missing or
 // unreadable file is reported here rather than when connecting.
 func (d *decoder) checkTLS(t *pipeline.TLS) {

@@ -165,6 +165,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	d.checkLog(&cfg.Log)
 	d.checkEmbedded(cfg)
 	d.checkZeros(cfg.Pipeline)
+	d.checkReadCommitted(cfg.Pipeline)
 	d.checkTLS(cfg.Pipeline.Kafka.TLS)
 	d.consumed = cfg.Pipeline.Consumer.Topics
 	cfg.Stages = d.stages(reg, fs.Pipeline)

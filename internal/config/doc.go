@@ -27,6 +27,8 @@
 //	  level: info          # debug, info, warn or error
 //	  format: console      # console or json
 //	shutdown_timeout: 30s
+//	guarantee: at_least_once   # or exactly_once (turns consumer.read_committed on)
+//	transaction_timeout: 60s   # exactly_once only
 //
 // A section written with no value ("tls:", "embedded:") is enabled with
 // its defaults. Unknown keys are errors, not ignored: a misspelt key

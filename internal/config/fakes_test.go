@@ -11,7 +11,8 @@ import (
 )
 
 // testRegistry registers small stand-ins for the built-in stages, with
-// the same option shapes, so these tests do not depend on them.
+// the same option shapes and ExactlyOnce flags, so these tests do not
+// depend on them.
 func testRegistry() *stages.Registry {
 	reg := &stages.Registry{}
 	pass := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) { return in, nil })
@@ -21,7 +22,7 @@ func testRegistry() *stages.Registry {
 		}
 	}
 	must(stages.Spec{
-		Name: "filter", Summary: "keep records for which an expression holds",
+		Name: "filter", Summary: "keep records for which an expression holds", ExactlyOnce: true,
 		Options: []stages.OptionSpec{{Name: "if", Type: stages.TypeExpr, Required: true, Doc: "the condition"}},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
 			cond, _ := o.String("if")
@@ -32,7 +33,7 @@ func testRegistry() *stages.Registry {
 		},
 	})
 	must(stages.Spec{
-		Name: "map", Summary: "rewrite records",
+		Name: "map", Summary: "rewrite records", ExactlyOnce: true,
 		Options: []stages.OptionSpec{
 			{Name: "value", Type: stages.TypeExpr}, {Name: "key", Type: stages.TypeExpr},
 			{Name: "headers", Type: stages.TypeStringMap},
@@ -51,7 +52,7 @@ func testRegistry() *stages.Registry {
 		},
 	})
 	must(stages.Spec{
-		Name: "json", Summary: "parse values as JSON",
+		Name: "json", Summary: "parse values as JSON", ExactlyOnce: true,
 		Options: []stages.OptionSpec{{Name: "require", Type: stages.TypeStringList}},
 		New:     func(stages.Options, stages.Env) (stages.Stage, error) { return pass, nil },
 	})
@@ -69,7 +70,7 @@ func testRegistry() *stages.Registry {
 		},
 	})
 	must(stages.Spec{
-		Name: "produce", Summary: "write records to a topic",
+		Name: "produce", Summary: "write records to a topic", ExactlyOnce: true,
 		Options: []stages.OptionSpec{
 			{Name: "topic", Type: stages.TypeString, Required: true},
 			{Name: "timeout", Type: stages.TypeDuration, Default: 10 * time.Second},

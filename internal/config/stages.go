@@ -28,6 +28,9 @@ type Stage struct {
 	Options stages.Options
 	// Pos is where the entry starts in the file.
 	Pos Position
+	// Key is the entry's key path, such as "pipeline[2]", as errors and
+	// warnings about it name it.
+	Key string
 	// AllowLoop is the entry's allow_loop: it may write to a topic the
 	// pipeline consumes.
 	AllowLoop bool
@@ -110,7 +113,7 @@ func (d *decoder) stages(reg *stages.Registry, sn stageNodes) []Stage {
 		if !ok {
 			continue
 		}
-		st.Name = e.name
+		st.Name, st.Key = e.name, e.path
 		if st.Name == "" {
 			st.Name = st.Spec.Name
 		}

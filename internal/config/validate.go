@@ -27,7 +27,11 @@ func (d *decoder) validate(cfg *Config) {
 		if d.reported(e.Key) {
 			continue // a wrong type there was reported already
 		}
-		d.probs.addValue(d.keyPos(e.Key), e.Key, e.Value, e.Msg, validateHint(e.Key))
+		hint := validateHint(e.Key)
+		if e.Key == "consumer.commit_interval" && cfg.Pipeline.Guarantee == pipeline.ExactlyOnce && strings.Contains(e.Msg, "transaction_timeout") {
+			hint = "each transaction lasts about a commit interval: lower consumer.commit_interval, or raise transaction_timeout"
+		}
+		d.probs.addValue(d.keyPos(e.Key), e.Key, e.Value, e.Msg, hint)
 	}
 }
 
@@ -93,6 +97,9 @@ var validateHints = map[string]string{
 	"dead_letter.backoff":         "write a duration from 1ms to 10s, or leave it out for 100ms",
 	"consumer.fetch_concurrency":  "write 1 to 16, or leave it out for 2",
 	"dead_letter.policy":          "use topic or stop",
+	"guarantee":                   "use at_least_once (the default) or exactly_once",
+	"transaction_timeout": "write a duration of at least 1s and at most the broker's transaction.max.timeout.ms " +
+		"(15m by default), or leave it out for 60s",
 }
 
 func validateHint(key string) string {

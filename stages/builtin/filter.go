@@ -19,6 +19,8 @@ func init() {
 				"A result that is not a bool (nil included) fails the record.",
 		}},
 		New: newFilter,
+		// Its only effect is which records it returns.
+		ExactlyOnce: true,
 	})
 }
 

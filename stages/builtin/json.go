@@ -22,6 +22,8 @@ func init() {
 				"a record without one of them fails",
 		}},
 		New: newJSON,
+		// Its only effect is which records it returns (or fails).
+		ExactlyOnce: true,
 	})
 }
 

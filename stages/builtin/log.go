@@ -28,6 +28,10 @@ func init() {
 			Summary: "print records to standard output, one line each, and pass them on",
 			Options: logOptions,
 			New:     newLog,
+			// Not exactly-once: a printed line cannot be taken back, so
+			// the records of an aborted transaction (or those processed
+			// since the last commit before a crash) print again.
+			ExactlyOnce: false,
 		})
 	}
 }

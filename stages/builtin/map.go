@@ -20,6 +20,8 @@ func init() {
 				"any of the same name; other headers are kept." + convertDoc},
 		},
 		New: newMap,
+		// Its only effect is the records it returns.
+		ExactlyOnce: true,
 	})
 }
 

@@ -20,6 +20,9 @@ func init() {
 				"record, replacing any of the same name; the input's other headers are kept." + convertDoc},
 		},
 		New: newProduce,
+		// It writes only through Env.Producer, which is transactional
+		// under exactly_once.
+		ExactlyOnce: true,
 	})
 }
 

@@ -64,3 +64,33 @@ func TestSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestExactlyOnceFlags pins which built-in stages take part in
+// exactly-once (stages.Spec.ExactlyOnce): those whose only effects are
+// the records they return and write through Env.Producer. log and stdout
+// print, which no transaction can take back. A new built-in stage must
+// be added here, with its decision.
+func TestExactlyOnceFlags(t *testing.T) {
+	want := map[string]bool{
+		"filter":  true,  // drops records: its output only
+		"map":     true,  // rewrites records: its output only
+		"json":    true,  // fails records: its output only
+		"produce": true,  // writes through Env.Producer only
+		"log":     false, // prints to standard output
+		"stdout":  false, // the same stage as log
+	}
+	specs := stages.Default.Specs()
+	if len(specs) != len(want) {
+		t.Errorf("%d stages registered, want %d: decide the flag of every new one here", len(specs), len(want))
+	}
+	for _, s := range specs {
+		w, ok := want[s.Name]
+		if !ok {
+			t.Errorf("stage %q has no decision in this table", s.Name)
+			continue
+		}
+		if s.ExactlyOnce != w {
+			t.Errorf("%s: ExactlyOnce = %v, want %v", s.Name, s.ExactlyOnce, w)
+		}
+	}
+}

@@ -21,6 +21,9 @@ func init() {
 			{Name: "with", Type: stages.TypeString, Default: "***", Doc: "replacement text"},
 		},
 		New: newRedact,
+		// Its only effect is the records it returns (the debug log line
+		// is a diagnostic), so it takes part in exactly-once.
+		ExactlyOnce: true,
 	})
 }
 

@@ -26,3 +26,16 @@ func PrintConfigError(w io.Writer, err error) {
 		e.Hint = hint
 	}
 }
+
+// PrintConfigWarnings prints a configuration's warnings, each with its
+// hint on the next line, as PrintConfigError prints problems.
+func PrintConfigWarnings(w io.Writer, ws []config.Warning) {
+	for _, wa := range ws {
+		hint := wa.Hint
+		wa.Hint = ""
+		fmt.Fprintln(w, wa.String())
+		if hint != "" {
+			fmt.Fprintf(w, "    hint: %s\n", hint)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func Registry() *stages.Registry {
 		}
 	}
 	must(reg.Register(stages.Spec{
-		Name: "filter", Summary: "Keep the records an expression accepts.",
+		Name: "filter", Summary: "Keep the records an expression accepts.", ExactlyOnce: true,
 		Options: []stages.OptionSpec{{Name: "if", Type: stages.TypeExpr, Required: true, Doc: "The condition."}},
 		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
 			cond, err := o.String("if")

@@ -66,8 +66,11 @@ func TestStagesListing(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	if !strings.Contains(out, "filter\n    Keep the records an expression accepts.\n") {
-		t.Errorf("listing lacks the filter stage's summary:\n%s", out)
+	if !strings.Contains(out, "filter\n    Keep the records an expression accepts.\n    exactly-once: yes (") {
+		t.Errorf("listing lacks the filter stage's summary and exactly-once line:\n%s", out)
+	}
+	if !strings.Contains(out, "stdout\n    Print records.\n    exactly-once: no (its effects outside the output records are at-least-once: repeated after a crash or abort)\n") {
+		t.Errorf("listing lacks the stdout stage's exactly-once line:\n%s", out)
 	}
 	rows := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {
@@ -88,5 +91,52 @@ func TestStagesListing(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(context.Background(), clitest.Registry(), "stages", "nope"); code != ExitFailure || !strings.Contains(errOut, `no stage "nope"`) {
 		t.Errorf("stages nope: exit %d %s", code, errOut)
+	}
+}
+
+// TestLintExactlyOnceWarnings: with guarantee: exactly_once, lint warns
+// (exit 0, the file ok) about each stage that does not take part in
+// exactly-once, at its position; with at_least_once, or with only stages
+// that take part, it prints no warning.
+func TestLintExactlyOnceWarnings(t *testing.T) {
+	const head = "kafka: {brokers: [\"localhost:9092\"]}\nconsumer: {group: g, topics: [orders]}\n"
+	const printing = "pipeline:\n  - stage: filter\n    if: x\n  - stage: stdout\n    name: sample\n"
+	const qualifying = "pipeline:\n  - stage: filter\n    if: x\n"
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, src string
+		want      []string // lines stdout must hold, in order (the file's name first)
+	}{
+		{"exactly_once with a printing stage", head + "guarantee: exactly_once\n" + printing, []string{
+			":7:5: warning: pipeline[1]: stage stdout (\"sample\") does not take part in exactly-once: " +
+				"its effects outside the output records are at-least-once: repeated after a crash or abort",
+			"    hint: guarantee: exactly_once covers the records stages return",
+			": ok, 1 warning",
+		}},
+		{"at_least_once with a printing stage", head + "guarantee: at_least_once\n" + printing, []string{": ok"}},
+		{"exactly_once with qualifying stages only", head + "guarantee: exactly_once\n" + qualifying, []string{": ok"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := writeFile(t, dir, strings.ReplaceAll(c.name, " ", "_")+".yaml", c.src)
+			code, out, errOut := runCLI(context.Background(), clitest.Registry(), "lint", "-c", f)
+			if code != ExitOK {
+				t.Fatalf("exit %d, want %d (warnings do not fail)\nstdout:\n%s\nstderr:\n%s", code, ExitOK, out, errOut)
+			}
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			if len(lines) != len(c.want) {
+				t.Fatalf("%d lines, want %d:\n%s", len(lines), len(c.want), out)
+			}
+			for i, w := range c.want {
+				if !strings.HasPrefix(w, " ") {
+					w = f + w
+				}
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("line %d:\n got %s\nwant it to start with %s", i, lines[i], w)
+				}
+			}
+			if len(c.want) == 1 && lines[0] != f+": ok" {
+				t.Errorf("got %q, want %q", lines[0], f+": ok")
+			}
+		})
 	}
 }

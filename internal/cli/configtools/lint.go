@@ -29,7 +29,12 @@ func (c *cli) lintCmd() *cobra.Command {
 YAML, environment variables, keys and types, stages and their options (each
 stage is built, so a bad expression is found), and the pipeline settings.
 Every problem is reported at once, as file:line:col with a hint. The exit
-code is 1 if any file has a problem.`,
+code is 1 if any file has a problem.
+
+Warnings (file:line:col: warning: ...) point at what run accepts but that
+does not do what the file promises, such as a stage that does not take
+part in exactly-once under guarantee: exactly_once; they do not change
+the exit code.`,
 		Example: "  processor lint -c configs/quickstart.yaml\n  processor lint configs/*.yaml",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files = append(files, args...)
@@ -52,11 +57,21 @@ code is 1 if any file has a problem.`,
 	return cmd
 }
 
-// lintFile checks one file and prints its problems, or that it is fine.
+// lintFile checks one file and prints its problems, or its warnings and
+// that it is fine.
 func (c *cli) lintFile(w io.Writer, file string) bool {
-	_, err := config.Load(file, c.Registry)
+	cfg, err := config.Load(file, c.Registry)
 	if err == nil {
-		fmt.Fprintf(w, "%s: ok\n", file)
+		ws := cfg.Warnings()
+		clibase.PrintConfigWarnings(w, ws)
+		switch len(ws) {
+		case 0:
+			fmt.Fprintf(w, "%s: ok\n", file)
+		case 1:
+			fmt.Fprintf(w, "%s: ok, 1 warning\n", file)
+		default:
+			fmt.Fprintf(w, "%s: ok, %d warnings\n", file, len(ws))
+		}
 		return true
 	}
 	clibase.PrintConfigError(w, err)

@@ -22,7 +22,11 @@ func (c *cli) stagesCmd() *cobra.Command {
 		Use:   "stages [NAME...]",
 		Short: "List the stages this binary has, with their options",
 		Long: `stages lists the stages a configuration's pipeline can name, with each
-option's type, whether it is required, its default and its documentation.
+option's type, whether it is required, its default and its documentation,
+and whether the stage takes part in exactly-once (guarantee: exactly_once):
+"yes" if its only effects are the records it returns and writes to Kafka
+through the pipeline, "no" if it has others (printing, a Go stage's own
+calls), which are at-least-once: repeated after a crash or abort.
 The list comes from the stages' own specs, so it is always current;
 --format markdown prints the table docs/plugins.md shows.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,10 +70,10 @@ The list comes from the stages' own specs, so it is always current;
 // stage (its summary), then a row per option.
 func writeMarkdown(w io.Writer, specs []stages.Spec) {
 	cell := func(s string) string { return strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "|", `\|`) }
-	fmt.Fprintln(w, "| stage | option | type | default | what it does |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| stage | exactly-once | option | type | default | what it does |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, s := range specs {
-		fmt.Fprintf(w, "| `%s` | | | | %s |\n", s.Name, cell(s.Summary))
+		fmt.Fprintf(w, "| `%s` | %s | | | | %s |\n", s.Name, yesNo(s.ExactlyOnce), cell(s.Summary))
 		for _, o := range s.Options {
 			name := "`" + o.Name + "`"
 			if o.Required {
@@ -83,14 +87,14 @@ func writeMarkdown(w io.Writer, specs []stages.Spec) {
 			if o.Default != nil {
 				def = "`" + formatDefault(o.Default) + "`"
 			}
-			fmt.Fprintf(w, "| | %s | %s | %s | %s |\n", name, cell(typ), cell(def), cell(o.Doc))
+			fmt.Fprintf(w, "| | | %s | %s | %s | %s |\n", name, cell(typ), cell(def), cell(o.Doc))
 		}
 	}
 }
 
 // writeSpec documents one stage.
 func writeSpec(w io.Writer, s stages.Spec) {
-	fmt.Fprintf(w, "%s\n    %s\n", s.Name, s.Summary)
+	fmt.Fprintf(w, "%s\n    %s\n    %s\n", s.Name, s.Summary, exactlyOnceLine(s))
 	if len(s.Options) == 0 {
 		fmt.Fprintln(w, "    (no options)")
 		return
@@ -113,6 +117,22 @@ func writeSpec(w io.Writer, s stages.Spec) {
 		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", o.Name, o.Type, req, def, doc)
 	}
 	_ = tw.Flush()
+}
+
+// exactlyOnceLine says whether s takes part in exactly-once, and what
+// that means.
+func exactlyOnceLine(s stages.Spec) string {
+	if s.ExactlyOnce {
+		return "exactly-once: yes (its only effects are the records it returns and writes through the pipeline's producers)"
+	}
+	return "exactly-once: no (its effects outside the output records are at-least-once: repeated after a crash or abort)"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func formatDefault(v any) string {

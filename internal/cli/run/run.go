@@ -109,6 +109,9 @@ func (c *cli) run(ctx context.Context, o runOptions) error {
 		return clibase.Failure("log: %v", err)
 	}
 	defer func() { _ = log.Sync() }()
+	for _, w := range cfg.Warnings() { // what lint warns about, once at start
+		log.Warn(w.Msg, zap.String("at", fmt.Sprintf("%s:%d:%d", w.File, w.Line, w.Col)), zap.String("key", w.Key))
+	}
 
 	sigCtx, stopSignals := c.notifySignals(ctx, log)
 	defer stopSignals()

@@ -85,6 +85,26 @@ func TestRunEmbeddedMaxRecords(t *testing.T) {
 	}
 }
 
+// TestRunWarnsAboutStagesOutsideExactlyOnce: run logs what lint warns
+// about, once at start: with guarantee: exactly_once, a stage that does
+// not take part in it (count does not declare ExactlyOnce), at its line.
+func TestRunWarnsAboutStagesOutsideExactlyOnce(t *testing.T) {
+	var n atomic.Int64
+	src := strings.Replace(embeddedConfig, "RATE", "400", 1) + "guarantee: exactly_once\n"
+	cfg := writeFile(t, t.TempDir(), "c.yaml", src)
+	code, _, errOut := runCLI(context.Background(), countRegistry(&n), "run", "-c", cfg, "--max-records", "50", "--http", "off", "--for", "60s")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	const want = "stage count does not take part in exactly-once: its effects outside the output records are at-least-once"
+	if c := strings.Count(errOut, want); c != 1 {
+		t.Errorf("the warning appears %d times, want once:\n%s", c, errOut)
+	}
+	if !strings.Contains(errOut, cfg+":10:5") {
+		t.Errorf("the warning does not name the stage's position %s:10:5:\n%s", cfg, errOut)
+	}
+}
+
 // TestRunServesMetricsAndHealth: while a run is on, /healthz answers 200
 // and /metrics exports the pipeline's measurements, the lag of every
 // assigned partition from the first scrape on; cancelling stops it
