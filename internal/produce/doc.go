@@ -42,4 +42,25 @@
 // another instance owns the id), *AbortableError (Abort, then redo the
 // work from the committed offsets), *FatalError (configuration or
 // permission), *SinkError (the topic is missing or may not be written).
+// Config.OnTxnFailed is told once each time the transaction becomes
+// abortable or the producer fails for good.
+//
+// Two rules decide what a failed Produce does to the transaction:
+//
+//   - A call that may have written something (a request of it reached a
+//     broker, and not every batch of it was refused outright) makes the
+//     transaction abortable: part of its records may be in the
+//     transaction, and retrying the call would commit them twice. A
+//     call that wrote nothing (refused before any request was sent: a
+//     record larger than MaxBatchBytes, which refuses the whole call, a
+//     topic missing from the metadata, ctx ended first; or every batch
+//     refused by the broker with a permanent error) leaves the
+//     transaction open, and its error is what the idempotent producer
+//     would return: the caller may dead-letter the records inside the
+//     transaction, which can still commit.
+//   - The errors that mean the transaction is over (an *AbortableError,
+//     ErrNotInTransaction, ErrProducerFenced, a *FatalError) are
+//     returned marked stages.Unavailable, so that the process chain
+//     holds the partition and retries rather than dead-letter or stop,
+//     until its owner aborts the transaction and calls the work off.
 package produce

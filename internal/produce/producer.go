@@ -34,7 +34,8 @@ type Config struct {
 	// (transaction.max.timeout.ms).
 	TransactionTimeout time.Duration
 	// MaxBatchBytes bounds one partition's record batch in a request.
-	// A single record larger than this fails with a RecordTooLargeError.
+	// A single record larger than this fails its whole Produce call,
+	// before anything is sent, with a RecordTooLargeError.
 	// Default 1 MiB (Kafka's default max.message.bytes).
 	MaxBatchBytes int
 	// MaxAttempts is how often one batch is sent before a transient
@@ -49,8 +50,18 @@ type Config struct {
 	// Compression is the codec of every batch; default none.
 	// MaxBatchBytes bounds a batch before compression.
 	Compression Compression
-	// OnTxnFailed is called when a transaction becomes abortable or the
-	// producer fails for good.
+	// OnTxnFailed, if set, is called with the error each time a
+	// transactional producer's transaction becomes abortable (the
+	// *AbortableError Commit would return), and when the producer fails
+	// for good (its ErrProducerFenced or *FatalError): once per change,
+	// not for every call that meets the failure afterwards. It is
+	// called without the producer's lock held, from the goroutine of a
+	// call of the producer (not always the one that failed), never
+	// concurrently with itself and in the order of the changes; a change
+	// is told before the call that made it returns unless another
+	// goroutine is in the hook then, which tells it as soon as the hook
+	// returns. The hook may call the producer, but should return quickly
+	// (send on a channel): the call that runs it waits for it.
 	OnTxnFailed func(err error)
 }
 
@@ -171,35 +182,69 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // errors that outlasted MaxAttempts, ctx ending) is returned as is and
 // the caller may retry the call. Records of partitions that succeeded
 // are written even when the call fails: a retry of the call is
-// at-least-once. A transactional producer must be inside a transaction
-// (Begin); any failure makes the transaction abortable.
-func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) (err error) {
+// at-least-once. A record larger than MaxBatchBytes fails the whole call
+// before anything is sent (a Permanent *RecordTooLargeError): none of
+// the call's records is written.
+//
+// A transactional producer must be inside a transaction (Begin). A
+// failure of a call that may have written something (a request of it
+// reached a broker, and not every batch of it was refused outright)
+// makes the transaction abortable: the call's records may be partly
+// written, and a retry within the transaction would commit duplicates.
+// A failure before anything of the call was sent (a record too large,
+// the topic's metadata, ctx ended first), or a broker's refusal of every
+// batch of the call (a permanent error such as MESSAGE_TOO_LARGE, or no
+// permission for the topic), leaves the transaction open: nothing of
+// the call was written, the error is returned as the idempotent
+// producer's would be, and the transaction may still commit (the caller
+// may dead-letter the records inside it). Every error that means the
+// transaction is over (the *AbortableError this call or an earlier one
+// caused, ErrNotInTransaction, ErrProducerFenced, a *FatalError) is
+// returned marked stages.Unavailable, so that the process chain holds
+// the records rather than dead-letter them, until the caller aborts;
+// errors.Is and errors.As still find the error and its cause.
+func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
 	}
 	if err := p.enter(); err != nil {
+		if p.Transactional() {
+			return txnOver(err)
+		}
 		return err
 	}
-	defer func() { p.leave(err) }()
+	wrote, err := p.produce(ctx, topic, records)
+	if p.leave(err, wrote) {
+		return txnOver(err)
+	}
+	return err
+}
 
+// produce is one Produce call enter admitted; wrote reports whether
+// something of it may have been written (see Produce).
+func (p *Producer) produce(ctx context.Context, topic string, records []stages.Record) (wrote bool, err error) {
 	c := callPool.Get().(*call)
 	defer c.release()
 	c.p, c.topic = p, topic
 	if err := c.route(ctx, records); err != nil {
-		return err
+		return false, err
+	}
+	if err := c.checkSizes(records); err != nil {
+		return false, err
 	}
 	if err := c.acquire(ctx); err != nil {
-		return err
+		return false, err
 	}
 	if err := p.ensureIdentity(ctx); err != nil {
-		return err
+		return false, err
 	}
 	if p.Transactional() {
-		if err := p.addPartitions(ctx, topic, c.touched); err != nil {
-			return err
+		if sent, err := p.addPartitions(ctx, topic, c.touched); err != nil {
+			return sent, err
 		}
 	}
-	return c.send(ctx, records)
+	err = c.send(ctx, records)
+	return err != nil && c.mayHaveWritten(), err
 }
 
 // call is the working state of one Produce call, pooled.
@@ -225,6 +270,8 @@ type chunk struct {
 	pending   bool   // enc holds a batch not yet acknowledged
 	sent      bool   // that batch went out at least once
 	gen       uint64 // identity generation the batch is stamped with
+	acked     bool   // a batch of the chunk was acknowledged
+	refused   bool   // the batch was refused outright on its only attempt: not written
 	attempts  int
 	err       error
 	errCode   int16
@@ -300,6 +347,37 @@ func (c *call) route(ctx context.Context, records []stages.Record) error {
 		c.counts[part]++
 	}
 	return nil
+}
+
+// checkSizes fails the call, before anything is sent, if a record does
+// not fit in a batch of MaxBatchBytes on its own (as encode measures it:
+// the first record of a batch).
+func (c *call) checkSizes(records []stages.Record) error {
+	limit := c.p.cfg.MaxBatchBytes
+	for i := range records {
+		r := &records[i]
+		ts := c.now
+		if !r.Timestamp.IsZero() {
+			ts = r.Timestamp.UnixMilli()
+		}
+		if size := batchHeaderSize + encodedSize(r, ts, ts, 0); size > limit {
+			return stages.Permanent(&RecordTooLargeError{Topic: c.topic, Size: size, Limit: limit})
+		}
+	}
+	return nil
+}
+
+// mayHaveWritten reports whether some batch of the call may have been
+// written: acknowledged, or sent with an outcome not known to be a
+// refusal.
+func (c *call) mayHaveWritten() bool {
+	for i := range c.chunks {
+		ch := &c.chunks[i]
+		if ch.acked || (ch.sent && !ch.refused) {
+			return true
+		}
+	}
+	return false
 }
 
 // HashPartition is the partition, of n, that kafka-go's Hash balancer
@@ -612,6 +690,7 @@ func (c *call) apply(ch *chunk, code int16) {
 		ch.st.seq = nextSequence(ch.st.seq, ch.n)
 		ch.pending = false
 		ch.err = nil
+		ch.acked = true
 		return
 	case kafka.OutOfOrderSequenceNumber, kafka.UnknownProducerId, kafka.InvalidProducerIDMapping:
 		// the broker's state for this producer is not what the
@@ -638,6 +717,7 @@ func (c *call) apply(ch *chunk, code int16) {
 		c.renewAndRetry(ch, fmt.Errorf("%s: %w", where, kerr), code)
 		return
 	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
+		c.refuse(ch)
 		c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
 		return
 	case kafka.ClusterAuthorizationFailed, kafka.TransactionalIDAuthorizationFailed:
@@ -654,6 +734,7 @@ func (c *call) apply(ch *chunk, code int16) {
 		return
 	}
 	if slices.Contains(permanentErrors, kerr) {
+		c.refuse(ch)
 		c.fail(ch, stages.Permanent(fmt.Errorf("%s: %w", where, kerr)), code)
 		return
 	}
@@ -669,6 +750,16 @@ func (c *call) apply(ch *chunk, code int16) {
 var permanentErrors = []kafka.Error{
 	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
 	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
+}
+
+// refuse notes that the broker refused the chunk's batch for good. On
+// the batch's first attempt that means it was not written; after earlier
+// attempts whose outcome is unknown, it may have been (the refusal may
+// be of a retry), so it is not noted then.
+func (c *call) refuse(ch *chunk) {
+	if ch.attempts == 1 {
+		ch.refused = true
+	}
 }
 
 // renewAndRetry handles a batch the broker refused because of the

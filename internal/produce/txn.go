@@ -13,6 +13,8 @@ import (
 	"github.com/segmentio/kafka-go/protocol/addpartitionstotxn"
 	"github.com/segmentio/kafka-go/protocol/endtxn"
 	"github.com/segmentio/kafka-go/protocol/txnoffsetcommit"
+
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // The life of a transactional producer:
@@ -38,6 +40,10 @@ type txnState struct {
 	drained  chan struct{}
 	added    map[partitionKey]bool // partitions registered with the coordinator
 	groups   map[string]bool       // groups whose offsets are in the transaction
+	// notes are the failures Config.OnTxnFailed has still to be told,
+	// in order; notifying is set while a goroutine tells it (see notify).
+	notes     []error
+	notifying bool
 }
 
 // enter admits a Produce or SendOffsets call: for a transactional
@@ -58,50 +64,112 @@ func (p *Producer) enter() error {
 	return ErrNotInTransaction
 }
 
-// leave ends a call enter admitted. A failed call fails the transaction:
-// its outputs may be partly written, so the transaction must not commit.
-func (p *Producer) leave(err error) {
+// leave ends a call enter admitted. A call that failed after it may
+// have written something (wrote) fails the transaction: its outputs may
+// be partly written, so the transaction must not commit. One that
+// failed before (nothing of it reached a broker) leaves the transaction
+// open, unless its error ends the producer (fenced, fatal) or is
+// abortable in itself. It reports whether the call's error failed the
+// transaction.
+func (p *Producer) leave(err error, wrote bool) (failed bool) {
 	if !p.Transactional() {
-		return
+		return false
 	}
+	defer p.notify()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.txn.inflight--
-	if err != nil {
+	if err != nil && (wrote || endsTxn(err)) {
 		p.failLocked(err)
+		failed = true
 	}
 	if p.txn.inflight == 0 && p.txn.drained != nil {
 		close(p.txn.drained)
 		p.txn.drained = nil
 	}
+	return failed
+}
+
+// endsTxn reports whether err ends the transaction by itself, whatever
+// was written: abortable, fenced, fatal, or no transaction open.
+func endsTxn(err error) bool {
+	var ab *AbortableError
+	var fatal *FatalError
+	return errors.As(err, &ab) || errors.As(err, &fatal) || errors.Is(err, ErrProducerFenced) || errors.Is(err, ErrNotInTransaction)
+}
+
+// txnOver is the error a transactional Produce returns when its
+// transaction is over: err, as an *AbortableError unless it is one or
+// ends the producer, marked stages.Unavailable.
+func txnOver(err error) error {
+	if !endsTxn(err) {
+		err = &AbortableError{Err: err}
+	}
+	return stages.Unavailable(err)
 }
 
 // failLocked records err: fenced and fatal errors end the producer, any
-// other error makes the transaction abortable.
+// other error makes the transaction abortable. Each change of state is
+// noted for Config.OnTxnFailed (the caller calls notify once it has
+// unlocked p.mu).
 func (p *Producer) failLocked(err error) {
 	var fatal *FatalError
 	switch {
 	case p.txn.state == txnFailed:
+		return
 	case errors.Is(err, ErrProducerFenced):
 		p.txn.state, p.txn.err = txnFailed, err
 	case errors.As(err, &fatal):
 		p.txn.state, p.txn.err = txnFailed, err
-	case p.txn.state == txnOpen || p.txn.state == txnEnding || p.txn.state == txnAbortable:
-		if p.txn.state != txnAbortable {
-			var ab *AbortableError
-			if !errors.As(err, &ab) {
-				err = &AbortableError{Err: err}
-			}
-			p.txn.state, p.txn.err = txnAbortable, err
+	case p.txn.state == txnOpen || p.txn.state == txnEnding:
+		var ab *AbortableError
+		if !errors.As(err, &ab) {
+			err = &AbortableError{Err: err}
 		}
+		p.txn.state, p.txn.err = txnAbortable, err
+	default: // abortable already, or no transaction
+		return
+	}
+	if p.cfg.OnTxnFailed != nil {
+		p.txn.notes = append(p.txn.notes, p.txn.err)
 	}
 }
 
 func (p *Producer) fail(err error) error {
+	defer p.notify()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failLocked(err)
 	return err
+}
+
+// notify tells Config.OnTxnFailed the failures noted, in order, without
+// holding p.mu. One goroutine at a time does: another that finds it at
+// work leaves its note to it, so the hook is never called concurrently
+// with itself, and a hook that calls the producer (which may fail and
+// note again) cannot deadlock.
+func (p *Producer) notify() {
+	if p.cfg.OnTxnFailed == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.txn.notifying || len(p.txn.notes) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.txn.notifying = true
+	defer func() { // also if the hook panics
+		p.txn.notifying = false
+		p.mu.Unlock()
+	}()
+	for len(p.txn.notes) > 0 {
+		err := p.txn.notes[0]
+		p.txn.notes[0] = nil
+		p.txn.notes = p.txn.notes[1:]
+		p.mu.Unlock()
+		p.cfg.OnTxnFailed(err)
+		p.mu.Lock()
+	}
 }
 
 // drain waits until no Produce or SendOffsets call is under way.
@@ -176,11 +244,12 @@ func (p *Producer) initTxn(ctx context.Context) error {
 
 // addPartitions registers the partitions of topic the transaction has
 // not written yet with the transaction coordinator (AddPartitionsToTxn).
-func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int32) error {
+// sent reports whether a request went out.
+func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int32) (sent bool, err error) {
 	select {
 	case p.addToken <- struct{}{}:
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return false, context.Cause(ctx)
 	}
 	defer func() { <-p.addToken }()
 	p.mu.Lock()
@@ -193,13 +262,13 @@ func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int3
 	pid, epoch := p.pid, p.epoch
 	p.mu.Unlock()
 	if len(missing) == 0 {
-		return nil
+		return false, nil
 	}
 	req := &addpartitionstotxn.Request{
 		TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch,
 		Topics: []addpartitionstotxn.RequestTopic{{Name: topic, Partitions: missing}},
 	}
-	err := p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
+	err = p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
 		m, err := p.client.RoundTrip(ctx, req)
 		if err != nil {
 			return 0, err
@@ -213,14 +282,14 @@ func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int3
 		return firstError(codes), nil
 	})
 	if err != nil {
-		return p.txnError(ctx, topic, err)
+		return true, p.txnError(ctx, topic, err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, part := range missing {
 		p.txn.added[partitionKey{topic, part}] = true
 	}
-	return nil
+	return true, nil
 }
 
 // operationNotAttempted is the code of partitions a request skipped
@@ -301,7 +370,7 @@ func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets 
 	if err := p.enter(); err != nil {
 		return err
 	}
-	defer func() { p.leave(err) }()
+	defer func() { p.leave(err, true) }()
 	p.mu.Lock()
 	pid, epoch, known := p.pid, p.epoch, p.txn.groups[member.Group]
 	p.mu.Unlock()

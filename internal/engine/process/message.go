@@ -6,14 +6,24 @@ import (
 )
 
 // Fence tells processing that a partition's epochs up to Epoch are over
-// (revoke): queued batches of those epochs are dropped, and a batch
-// already running finishes.
+// (a revoke, a reset): queued batches of those epochs are dropped (and
+// batches of them that arrive later), and a unit already running
+// finishes.
+//
+// With Cancel, a running unit of the partition whose batches' epochs are
+// all <= Epoch has its context canceled too: its stage calls, its waits
+// for an unavailable destination and its dead-letter writes end, and its
+// batches are reported as a context end is (none of their records
+// finished, Err nil), never as a stop of the partition. That is how an
+// aborted transaction's processing is called off (exactly-once): what it
+// wrote is discarded with the transaction, and its records are processed
+// again from the committed offset. A stage that ignores its context still
+// holds its unit until it returns. A unit of a later epoch is not
+// touched.
 type Fence struct {
 	Partition offsetstore.TopicPartition
 	Epoch     offsetstore.Epoch
-	// Cancel also cancels the context of the partition's running units
-	// of those epochs (a transaction abort): they end unfinished.
-	Cancel bool
+	Cancel    bool
 }
 
 // Message is what the coordinator sends to processing: fences first, then
@@ -33,8 +43,8 @@ type Message struct {
 // stage derived from it carry it (see stages.Record.Offset).
 //
 // Err is nil when the batch finished, or when its unfinished records
-// were dropped (a fence, a stop of its partition caused by another
-// batch, shutdown). Err is non-nil when a record of this batch failed
+// were dropped (a fence, a canceled unit, a stop of its partition caused
+// by another batch, shutdown). Err is non-nil when a record of this batch failed
 // under the stop policy (or could not be written anywhere): it says why,
 // and the partition must stop at FinishedBelow.
 type Completion struct {

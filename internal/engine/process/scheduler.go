@@ -118,6 +118,19 @@ func (u *Unit) Batches() []*fetch.Batch {
 	return bs
 }
 
+// partition returns the partition the unit's records are of.
+func (u *Unit) partition() offsetstore.TopicPartition { return u.queue.key.tp }
+
+// epoch returns the epoch of the unit's batches (a unit holds batches of
+// one epoch only: see take).
+func (u *Unit) epoch() offsetstore.Epoch {
+	var e offsetstore.Epoch
+	for _, p := range u.pieces {
+		e = max(e, p.job.batch.Epoch())
+	}
+	return e
+}
+
 // partitionState is the scheduler's view of one partition: fenced epochs
 // and a stop.
 type partitionState struct {

@@ -3,6 +3,7 @@ package process
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -111,6 +112,11 @@ func (e *AbandonedError) Error() string {
 // Run processes messages from in until ctx ends or in is closed, and
 // sends every report of completions to out (the coordinator's).
 //
+// Each unit runs with a context of its own, derived from ctx: a Fence
+// with Cancel cancels those it calls off (see Fence), and their batches
+// are reported unfinished, without an error, once their stage calls
+// return.
+//
 // When ctx ends it waits up to AbandonAfter for the units running (stage
 // calls see ctx, so they should return at once), then returns an
 // *AbandonedError for those still running instead of waiting for them:
@@ -122,7 +128,9 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 	// at once: the scheduler says so) and sends its result to done once;
 	// done holds them all, so one Run left behind never blocks.
 	done := make(chan unitDone, p.cfg.Concurrency)
-	running := map[*Unit]struct{}{}
+	// running maps each unit running to the cancellation of its own
+	// context (a fence with Cancel calls it); owned by this goroutine.
+	running := map[*Unit]context.CancelCauseFunc{}
 	var report *Report
 	for {
 		for {
@@ -130,9 +138,10 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 			if !ok {
 				break
 			}
-			running[u] = struct{}{}
+			uctx, cancel := context.WithCancelCause(ctx)
+			running[u] = cancel
 			go func() {
-				_, err := p.cfg.Chain.Run(ctx, u.Records())
+				_, err := p.cfg.Chain.Run(uctx, u.Records())
 				done <- unitDone{u: u, err: err}
 			}()
 		}
@@ -159,8 +168,10 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 				in = nil
 				continue
 			}
+			cancelUnits(running, m.Fences)
 			s.Accept(m)
 		case d := <-done:
+			running[d.u](nil)
 			delete(running, d.u)
 			s.Finish(d.u, d.err)
 		case sendCh <- report:
@@ -169,9 +180,29 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 	}
 }
 
+// errFenceCancel is the cause of the context of a unit canceled by a
+// Fence with Cancel (context.Cause): what its stage calls see.
+var errFenceCancel = errors.New("processing canceled: the partition was fenced (its transaction is aborted or its epoch is over)")
+
+// cancelUnits cancels the running units the fences with Cancel call
+// off: those of the fence's partition whose epoch is at most the
+// fence's.
+func cancelUnits(running map[*Unit]context.CancelCauseFunc, fences []Fence) {
+	for _, f := range fences {
+		if !f.Cancel {
+			continue
+		}
+		for u, cancel := range running {
+			if u.partition() == f.Partition && u.epoch() <= f.Epoch {
+				cancel(errFenceCancel)
+			}
+		}
+	}
+}
+
 // wait waits up to AbandonAfter for the running units, and describes
 // those still running then.
-func (p *Step) wait(running map[*Unit]struct{}, done <-chan unitDone) error {
+func (p *Step) wait(running map[*Unit]context.CancelCauseFunc, done <-chan unitDone) error {
 	if len(running) == 0 {
 		return nil
 	}
@@ -180,10 +211,12 @@ func (p *Step) wait(running map[*Unit]struct{}, done <-chan unitDone) error {
 	for len(running) > 0 {
 		select {
 		case d := <-done:
+			running[d.u](nil)
 			delete(running, d.u)
 		case <-t.C:
 			e := &AbandonedError{Stages: p.calls.running(), Units: len(running), From: map[offsetstore.TopicPartition]int64{}}
-			for u := range running {
+			for u, cancel := range running {
+				cancel(nil)
 				recs := u.Records()
 				e.Records += len(recs)
 				if len(recs) == 0 {
