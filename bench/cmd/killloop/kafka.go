@@ -96,9 +96,10 @@ type tally struct {
 	// the input partition each id was produced to (-1 not yet known),
 	// and, per input partition, when the reader first saw each of its
 	// ids: when they were processed, within the reader's poll latency
-	inPartition []int32
-	seenAt      map[int32][]time.Time
-	early       map[int64]time.Time // ids seen before their partition was known
+	inPartition  []int32
+	seenAt       map[int32][]time.Time
+	early        map[int64]time.Time // ids seen before their partition was known
+	lastRecordAt time.Time           // when the reader last saw a record
 }
 
 func newTally(phase *atomic.Int64) *tally {
@@ -184,6 +185,7 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 		t.mu.Lock()
 		now := time.Now()
 		fs.EachRecord(func(r *kgo.Record) {
+			t.lastRecordAt = now
 			t.records++
 			t.pos[r.Partition] = r.Offset + 1
 			id, ok := parseID(r.Value)
@@ -203,6 +205,16 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 		})
 		t.mu.Unlock()
 	}
+}
+
+// quiet reports whether the reader has seen no record for d. Read
+// read_committed, a partition ends with transaction markers (and maybe
+// aborted records) the reader never sees, so its end offsets cannot be
+// compared: once every writer stopped, a quiet reader is at the end.
+func (t *tally) quiet(d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Since(t.lastRecordAt) > d
 }
 
 // reached reports whether the reader got to ends (the end offsets of the
@@ -256,4 +268,33 @@ func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (kadm.Liste
 	var sum int64
 	ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
 	return ends, sum, nil
+}
+
+// stable reports whether topic has no open transaction: its last stable
+// offsets equal its end offsets on every partition. A killed instance's
+// open transaction holds the last stable offset back (and read_committed
+// readers with it) until its new incarnation fences it or the broker
+// aborts it at transaction_timeout.
+func stable(ctx context.Context, adm *kadm.Client, topic string) (bool, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return false, fmt.Errorf("end offsets of %q: %w", topic, err)
+	}
+	lsos, err := adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = lsos.Error()
+	}
+	if err != nil {
+		return false, fmt.Errorf("last stable offsets of %q: %w", topic, err)
+	}
+	ok := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if l, found := lsos.Lookup(topic, o.Partition); !found || l.Offset != o.Offset {
+			ok = false
+		}
+	})
+	return ok, nil
 }

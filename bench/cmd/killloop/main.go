@@ -93,6 +93,8 @@ type options struct {
 	interval       time.Duration
 	partitions     int
 	commitInterval string
+	guarantee      string // at_least_once or exactly_once
+	txnTimeout     time.Duration
 	sessionTimeout time.Duration
 	settle         time.Duration
 	seed           int64
@@ -112,6 +114,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between restarts (kills are jittered by ±20%)")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of \"in\" and \"out\"")
+	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
+	fs.DurationVar(&o.txnTimeout, "transaction-timeout", 10*time.Second, "transaction_timeout (exactly_once): how long a killed instance's open transaction holds read_committed readers back")
 	fs.StringVar(&o.commitInterval, "commit-interval", "", "consumer.commit_interval in the config (empty: leave the key out, the default applies)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last restart, how long the group may take to commit everything")
@@ -142,6 +146,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.rate < 1 || o.kills < 1 || o.interval <= 0 || o.partitions < 1 || o.sessionTimeout < 100*time.Millisecond || o.settle <= 0 {
 		return o, errors.New("-rate, -kills, -partitions must be positive; -interval and -settle too; -session-timeout at least 100ms")
+	}
+	if o.guarantee != "at_least_once" && o.guarantee != "exactly_once" {
+		return o, fmt.Errorf("-guarantee %q: want at_least_once or exactly_once", o.guarantee)
+	}
+	if o.guarantee == "exactly_once" && o.membership == franz {
+		return o, errors.New("-guarantee exactly_once: the franz comparison consumer is at-least-once only")
 	}
 	if o.commitInterval != "" {
 		if d, err := time.ParseDuration(o.commitInterval); err != nil || d <= 0 {
@@ -279,7 +289,12 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 
 	// The reader follows "out" from the start for the whole run.
-	rcl, err := kgo.NewClient(seeds, kgo.ConsumeTopics(outputT), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	readOpts := []kgo.Opt{seeds, kgo.ConsumeTopics(outputT), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if o.guarantee == "exactly_once" {
+		// what exactly-once promises is what read_committed readers see
+		readOpts = append(readOpts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	rcl, err := kgo.NewClient(readOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -406,7 +421,24 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		res.problems = append(res.problems, fmt.Sprintf("%q holds %d records, but %d were produced: the input has duplicates of its own", inputT, res.inRecords, res.produced))
 	}
 	deadline := time.Now().Add(time.Minute)
-	for !t.reached(ends) {
+	atEnd := func() bool { return t.reached(ends) }
+	if o.guarantee == "exactly_once" {
+		// every transaction ended (committed, or aborted by a new
+		// incarnation or the broker's timeout), then the reader quiet
+		deadline = deadline.Add(o.txnTimeout)
+		isStable := false
+		atEnd = func() bool {
+			if !isStable {
+				var err error
+				if isStable, err = stable(ctx, adm, outputT); err != nil {
+					m.logf("%v", err)
+				}
+				return false
+			}
+			return t.quiet(2 * time.Second)
+		}
+	}
+	for !atEnd() {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("the reader did not reach the end of %q (%d records) within a minute", outputT, outSum)
 		}
@@ -620,7 +652,9 @@ consumer:
 dead_letter:
   policy: stop
 shutdown_timeout: 20s
-`, outputT)
+guarantee: %s
+transaction_timeout: %v
+`, outputT, o.guarantee, o.txnTimeout)
 	path := filepath.Join(dir, fmt.Sprintf("killloop-%c.yaml", 'a'+slot))
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -675,6 +709,7 @@ func (r *result) print(w io.Writer, o options, args []string) {
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
 	fmt.Fprintf(w, "command: %s\n", commandLine(args))
+	fmt.Fprintf(w, "guarantee: %s\n", o.guarantee)
 	fmt.Fprintf(w, "settings: %s, %s membership, %d instances on %s, %d records/s, %d partitions, %d %ss every %v, commit_interval %s, session_timeout %v, seed %d\n",
 		o.mode, o.membership, o.instances, o.kafka, o.rate, o.partitions, len(r.perKill), what, o.interval, ci, o.sessionTimeout, o.seed)
 	fmt.Fprintf(w, "processor: %s\n", r.processor)
