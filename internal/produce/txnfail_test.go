@@ -309,3 +309,60 @@ func cmpCtx(ctx context.Context) context.Context {
 	}
 	return ctx
 }
+
+// TestOnTxnFailedHookMayCallProducer: a hook that calls the producer,
+// and fails it again from there (the zombie's Abort learns it is
+// fenced), neither deadlocks nor runs twice at once: the second failure
+// is told after the hook call under way returns, in order.
+func TestOnTxnFailedHookMayCallProducer(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	var (
+		mu     sync.Mutex
+		told   []error
+		depth  int
+		nested bool
+		p1     *Producer
+	)
+	p1 = New(newWire(t, c.Addrs), Config{TransactionalID: "tx-hook-reenter", OnTxnFailed: func(err error) {
+		mu.Lock()
+		depth++
+		nested = nested || depth > 1
+		told = append(told, err)
+		first := len(told) == 1
+		mu.Unlock()
+		if first {
+			_ = p1.Abort(ctx) // fenced: fails the producer for good, from inside the hook
+		}
+		mu.Lock()
+		depth--
+		mu.Unlock()
+	}})
+	if err := p1.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.ForTopic("out").Produce(ctx, numbered("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	p2 := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-hook-reenter"})
+	if err := p2.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p1.ForTopic("out").Produce(ctx, numbered("b", 1)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("zombie produce succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Produce did not return: the hook calling the producer deadlocked")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var ab *AbortableError
+	if nested || len(told) != 2 || !errors.As(told[0], &ab) || !errors.Is(told[1], ErrProducerFenced) {
+		t.Fatalf("hook told %v (nested %v), want the AbortableError then ErrProducerFenced, one at a time", told, nested)
+	}
+}
