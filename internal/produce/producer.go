@@ -202,7 +202,9 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // caused, ErrNotInTransaction, ErrProducerFenced, a *FatalError) is
 // returned marked stages.Unavailable, so that the process chain holds
 // the records rather than dead-letter them, until the caller aborts;
-// errors.Is and errors.As still find the error and its cause.
+// errors.Is and errors.As still find the error and its cause (which may
+// be marked Permanent, say a refused batch: the Unavailable mark comes
+// first, the record is not at fault).
 func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
@@ -793,7 +795,9 @@ func (c *call) fail(ch *chunk, err error, code int16) {
 }
 
 // result is the call's error: the failed chunks' errors joined; the
-// whole is Permanent only if every failed chunk's error is.
+// whole is Permanent only if every failed chunk's error is (otherwise
+// the chunks' own marks are taken off: stages.IsPermanent looks into
+// every error joined).
 func (c *call) result() error {
 	var errs []error
 	permanent := true
@@ -810,6 +814,12 @@ func (c *call) result() error {
 		return errs[0]
 	case permanent:
 		return stages.Permanent(errors.Join(errs...))
+	}
+	for i, err := range errs {
+		// a chunk's error is marked at its top (see apply)
+		if inner := errors.Unwrap(err); stages.IsPermanent(err) && inner != nil && !stages.IsPermanent(inner) {
+			errs[i] = inner
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -366,3 +366,25 @@ func TestOnTxnFailedHookMayCallProducer(t *testing.T) {
 		t.Fatalf("hook told %v (nested %v), want the AbortableError then ErrProducerFenced, one at a time", told, nested)
 	}
 }
+
+// TestMixedFailureIsNotPermanent: a call one partition of which the
+// broker refuses for good while another fails transiently is not
+// permanent as a whole (retrying may write the other partition's
+// records), though the refusal is still found in it.
+func TestMixedFailureIsNotPermanent(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "mixed", 2)
+	h := c.Cluster.Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "mixed", Partitions: []int32{0}, Err: kerr.MessageTooLarge, Count: -1},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "mixed", Partitions: []int32{1}, Err: kerr.NotEnoughReplicas, Count: -1},
+	)
+	defer h.Remove()
+	p := New(newWire(t, c.Addrs), Config{MaxAttempts: 2, RetryBackoff: 5 * time.Millisecond})
+	err := p.ForTopic("mixed").Produce(context.Background(), numbered("m", 10))
+	if err == nil || stages.IsPermanent(err) {
+		t.Fatalf("mixed failure: %v (permanent %v), want an error that is not permanent", err, stages.IsPermanent(err))
+	}
+	if !errors.Is(err, kafka.MessageSizeTooLarge) || !errors.Is(err, kafka.NotEnoughReplicas) {
+		t.Fatalf("mixed failure: %v, want both partitions' errors in it", err)
+	}
+}
