@@ -232,7 +232,7 @@ func TestFailureBeforeWriteKeepsTransaction(t *testing.T) {
 		{name: "ctx done before sending", ctx: canceled, recs: numbered("bad", 5),
 			check: func(err error) bool { return errors.Is(err, context.Canceled) }},
 		{name: "topic does not exist", topic: "missing", recs: numbered("bad", 5),
-			check: func(err error) bool { var se *SinkError; return errors.As(err, &se) }},
+			check: func(err error) bool { var se *SinkError; return errors.As(err, &se) && stages.IsUnavailable(err) }},
 		{name: "the broker refuses the only batch (MESSAGE_TOO_LARGE)", recs: numbered("bad", 5),
 			fault: &kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.MessageTooLarge, Count: 1},
 			check: func(err error) bool { return stages.IsPermanent(err) && errors.Is(err, kafka.MessageSizeTooLarge) }},
@@ -278,8 +278,9 @@ func TestFailureBeforeWriteKeepsTransaction(t *testing.T) {
 				}
 				return
 			}
-			if stages.IsUnavailable(err) {
-				t.Fatalf("%v is marked unavailable: nothing was written, the transaction is not over", err)
+			var ab *AbortableError
+			if errors.As(err, &ab) {
+				t.Fatalf("%v is abortable: nothing was written, the transaction is not over", err)
 			}
 			if err := p.ForTopic(out).Produce(ctx, numbered("after", 5)); err != nil {
 				t.Fatalf("produce after the failed call: %v, want the transaction still open", err)
