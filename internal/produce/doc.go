@@ -42,6 +42,10 @@
 // another instance owns the id), *AbortableError (Abort, then redo the
 // work from the committed offsets), *FatalError (configuration or
 // permission), *SinkError (the topic is missing or may not be written).
+// As the pipeline's kafka-go producer does, Produce marks the failures of
+// the destination rather than of the records (a *SinkError, transient
+// errors past MaxAttempts) stages.Unavailable, and records the broker
+// will never take stages.Permanent.
 // Config.OnTxnFailed is told once each time the transaction becomes
 // abortable or the producer fails for good.
 //

@@ -60,7 +60,8 @@ func (e *FatalError) Unwrap() error { return e.Err }
 // SinkError is a failure of the whole destination topic rather than of
 // some records: the topic does not exist, or the client may not write to
 // it. It is not marked stages.Permanent (dead-lettering every record
-// would not help): the caller decides whether to retry later or stop.
+// would not help): Produce marks it stages.Unavailable, so the process
+// chain holds the partition and retries until the topic can be written.
 type SinkError struct {
 	Topic string
 	Err   error

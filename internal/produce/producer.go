@@ -177,9 +177,14 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // partition keep their order. A zero Timestamp is the time of the call.
 //
 // Errors: a record or batch the broker will never accept (too large,
-// invalid) is wrapped with stages.Permanent; a topic that does not exist
-// or may not be written is a *SinkError; anything else (transient
-// errors that outlasted MaxAttempts, ctx ending) is returned as is and
+// invalid) is wrapped with stages.Permanent. The failures of the
+// destination rather than of the records are marked stages.Unavailable
+// (the process chain then holds the partition and retries the call
+// instead of dead-lettering its records), unless ctx ended: a topic that
+// does not exist or may not be written (a *SinkError), transient errors
+// that outlasted MaxAttempts (no leader, not enough replicas, time-outs,
+// the network), no permission to write idempotently (a *FatalError).
+// Anything else (ctx ending, an unexpected answer) is returned as is and
 // the caller may retry the call. Records of partitions that succeeded
 // are written even when the call fails: a retry of the call is
 // at-least-once. A record larger than MaxBatchBytes fails the whole call
@@ -202,7 +207,9 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // caused, ErrNotInTransaction, ErrProducerFenced, a *FatalError) is
 // returned marked stages.Unavailable, so that the process chain holds
 // the records rather than dead-letter them, until the caller aborts;
-// errors.Is and errors.As still find the error and its cause.
+// errors.Is and errors.As still find the error and its cause (which may
+// be marked Permanent, say a refused batch: the Unavailable mark comes
+// first, the record is not at fault).
 func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
@@ -227,7 +234,7 @@ func (p *Producer) produce(ctx context.Context, topic string, records []stages.R
 	defer c.release()
 	c.p, c.topic = p, topic
 	if err := c.route(ctx, records); err != nil {
-		return false, err
+		return false, destinationError(ctx, err)
 	}
 	if err := c.checkSizes(records); err != nil {
 		return false, err
@@ -236,7 +243,7 @@ func (p *Producer) produce(ctx context.Context, topic string, records []stages.R
 		return false, err
 	}
 	if err := p.ensureIdentity(ctx); err != nil {
-		return false, err
+		return false, destinationError(ctx, err)
 	}
 	if p.Transactional() {
 		if sent, err := p.addPartitions(ctx, topic, c.touched); err != nil {
@@ -547,7 +554,7 @@ func (c *call) send(ctx context.Context, records []stages.Record) error {
 			backoff = c.p.cfg.RetryBackoff
 		}
 	}
-	return c.result()
+	return c.result(ctx)
 }
 
 // active returns the chunks with a batch to send.
@@ -792,13 +799,22 @@ func (c *call) fail(ch *chunk, err error, code int16) {
 	ch.pending = false
 }
 
-// result is the call's error: the failed chunks' errors joined; the
-// whole is Permanent only if every failed chunk's error is.
-func (c *call) result() error {
+// result is the call's error: the failed chunks' errors joined, those
+// of the destination (see Produce) marked stages.Unavailable; the whole
+// is Permanent only if every failed chunk's error is (otherwise the
+// chunks' own marks are taken off: stages.IsPermanent looks into every
+// error joined).
+func (c *call) result(ctx context.Context) error {
 	var errs []error
 	permanent := true
 	for i := range c.chunks {
-		if err := c.chunks[i].err; err != nil {
+		ch := &c.chunks[i]
+		if err := ch.err; err != nil {
+			var sink *SinkError
+			var fatal *FatalError
+			if ch.retryable || errors.As(err, &sink) || errors.As(err, &fatal) {
+				err = destinationError(ctx, err)
+			}
 			errs = append(errs, err)
 			permanent = permanent && stages.IsPermanent(err)
 		}
@@ -811,7 +827,23 @@ func (c *call) result() error {
 	case permanent:
 		return stages.Permanent(errors.Join(errs...))
 	}
+	for i, err := range errs {
+		// a chunk's error is marked at its top (see apply)
+		if inner := errors.Unwrap(err); stages.IsPermanent(err) && inner != nil && !stages.IsPermanent(inner) {
+			errs[i] = inner
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// destinationError marks err, a failure of the destination rather than
+// of the records, stages.Unavailable, unless ctx ended (the caller is
+// stopping: nothing to hold) or err is marked already.
+func destinationError(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || stages.IsPermanent(err) || stages.IsUnavailable(err) {
+		return err
+	}
+	return stages.Unavailable(err)
 }
 
 // nextSequence is the sequence after n records from seq: sequences wrap

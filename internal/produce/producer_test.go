@@ -311,18 +311,22 @@ func TestProduceErrorClassification(t *testing.T) {
 		name      string
 		topic     string
 		fault     *kerr.Error
+		ctxDone   bool
 		records   []stages.Record
 		permanent bool
 		sink      bool
 		fatal     bool
+		// unavailable: the destination's failure, not the records'
+		unavailable bool
 	}{
 		{name: "record too large for a batch", topic: "errs", records: []stages.Record{{Value: make([]byte, 5000)}}, permanent: true},
 		{name: "broker says MESSAGE_TOO_LARGE", topic: "errs", fault: kerr.MessageTooLarge, records: numbered("x", 3), permanent: true},
 		{name: "broker says INVALID_RECORD", topic: "errs", fault: kerr.InvalidRecord, records: numbered("x", 3), permanent: true},
-		{name: "no permission for the topic", topic: "errs", fault: kerr.TopicAuthorizationFailed, records: numbered("x", 3), sink: true},
-		{name: "topic does not exist", topic: "missing", records: numbered("x", 3), sink: true},
-		{name: "no permission to write idempotently", topic: "errs", fault: kerr.ClusterAuthorizationFailed, records: numbered("x", 3), fatal: true},
-		{name: "not enough replicas, every attempt", topic: "errs", fault: kerr.NotEnoughReplicas, records: numbered("x", 3)},
+		{name: "no permission for the topic", topic: "errs", fault: kerr.TopicAuthorizationFailed, records: numbered("x", 3), sink: true, unavailable: true},
+		{name: "topic does not exist", topic: "missing", records: numbered("x", 3), sink: true, unavailable: true},
+		{name: "no permission to write idempotently", topic: "errs", fault: kerr.ClusterAuthorizationFailed, records: numbered("x", 3), fatal: true, unavailable: true},
+		{name: "not enough replicas, every attempt", topic: "errs", fault: kerr.NotEnoughReplicas, records: numbered("x", 3), unavailable: true},
+		{name: "ctx ended", topic: "errs", ctxDone: true, records: numbered("x", 3)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,9 +334,18 @@ func TestProduceErrorClassification(t *testing.T) {
 				h := c.Cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: tt.topic, Err: tt.fault, Count: -1})
 				defer h.Remove()
 			}
-			err := p.ForTopic(tt.topic).Produce(ctx, tt.records)
+			cctx := ctx
+			if tt.ctxDone {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithCancel(ctx)
+				cancel()
+			}
+			err := p.ForTopic(tt.topic).Produce(cctx, tt.records)
 			if err == nil {
 				t.Fatal("no error")
+			}
+			if stages.IsUnavailable(err) != tt.unavailable {
+				t.Fatalf("error %v: unavailable %v, want %v", err, stages.IsUnavailable(err), tt.unavailable)
 			}
 			var sink *SinkError
 			var fatal *FatalError

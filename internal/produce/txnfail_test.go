@@ -232,7 +232,7 @@ func TestFailureBeforeWriteKeepsTransaction(t *testing.T) {
 		{name: "ctx done before sending", ctx: canceled, recs: numbered("bad", 5),
 			check: func(err error) bool { return errors.Is(err, context.Canceled) }},
 		{name: "topic does not exist", topic: "missing", recs: numbered("bad", 5),
-			check: func(err error) bool { var se *SinkError; return errors.As(err, &se) }},
+			check: func(err error) bool { var se *SinkError; return errors.As(err, &se) && stages.IsUnavailable(err) }},
 		{name: "the broker refuses the only batch (MESSAGE_TOO_LARGE)", recs: numbered("bad", 5),
 			fault: &kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.MessageTooLarge, Count: 1},
 			check: func(err error) bool { return stages.IsPermanent(err) && errors.Is(err, kafka.MessageSizeTooLarge) }},
@@ -278,8 +278,9 @@ func TestFailureBeforeWriteKeepsTransaction(t *testing.T) {
 				}
 				return
 			}
-			if stages.IsUnavailable(err) {
-				t.Fatalf("%v is marked unavailable: nothing was written, the transaction is not over", err)
+			var ab *AbortableError
+			if errors.As(err, &ab) {
+				t.Fatalf("%v is abortable: nothing was written, the transaction is not over", err)
 			}
 			if err := p.ForTopic(out).Produce(ctx, numbered("after", 5)); err != nil {
 				t.Fatalf("produce after the failed call: %v, want the transaction still open", err)
@@ -308,4 +309,83 @@ func cmpCtx(ctx context.Context) context.Context {
 		return context.Background()
 	}
 	return ctx
+}
+
+// TestOnTxnFailedHookMayCallProducer: a hook that calls the producer,
+// and fails it again from there (the zombie's Abort learns it is
+// fenced), neither deadlocks nor runs twice at once: the second failure
+// is told after the hook call under way returns, in order.
+func TestOnTxnFailedHookMayCallProducer(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	var (
+		mu     sync.Mutex
+		told   []error
+		depth  int
+		nested bool
+		p1     *Producer
+	)
+	p1 = New(newWire(t, c.Addrs), Config{TransactionalID: "tx-hook-reenter", OnTxnFailed: func(err error) {
+		mu.Lock()
+		depth++
+		nested = nested || depth > 1
+		told = append(told, err)
+		first := len(told) == 1
+		mu.Unlock()
+		if first {
+			_ = p1.Abort(ctx) // fenced: fails the producer for good, from inside the hook
+		}
+		mu.Lock()
+		depth--
+		mu.Unlock()
+	}})
+	if err := p1.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p1.ForTopic("out").Produce(ctx, numbered("a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	p2 := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-hook-reenter"})
+	if err := p2.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p1.ForTopic("out").Produce(ctx, numbered("b", 1)) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("zombie produce succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Produce did not return: the hook calling the producer deadlocked")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var ab *AbortableError
+	if nested || len(told) != 2 || !errors.As(told[0], &ab) || !errors.Is(told[1], ErrProducerFenced) {
+		t.Fatalf("hook told %v (nested %v), want the AbortableError then ErrProducerFenced, one at a time", told, nested)
+	}
+}
+
+// TestMixedFailureIsNotPermanent: a call one partition of which the
+// broker refuses for good while another fails transiently is not
+// permanent as a whole (retrying may write the other partition's
+// records), though the refusal is still found in it.
+func TestMixedFailureIsNotPermanent(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "mixed", 2)
+	h := c.Cluster.Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "mixed", Partitions: []int32{0}, Err: kerr.MessageTooLarge, Count: -1},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "mixed", Partitions: []int32{1}, Err: kerr.NotEnoughReplicas, Count: -1},
+	)
+	defer h.Remove()
+	p := New(newWire(t, c.Addrs), Config{MaxAttempts: 2, RetryBackoff: 5 * time.Millisecond})
+	err := p.ForTopic("mixed").Produce(context.Background(), numbered("m", 10))
+	if err == nil || stages.IsPermanent(err) {
+		t.Fatalf("mixed failure: %v (permanent %v), want an error that is not permanent", err, stages.IsPermanent(err))
+	}
+	if !errors.Is(err, kafka.MessageSizeTooLarge) || !errors.Is(err, kafka.NotEnoughReplicas) {
+		t.Fatalf("mixed failure: %v, want both partitions' errors in it", err)
+	}
 }

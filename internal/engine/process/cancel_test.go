@@ -260,6 +260,45 @@ func TestFenceCancelThenNewEpoch(t *testing.T) {
 	}
 }
 
+// TestFenceCancelDiscardsResult: a canceled unit counts for nothing
+// whatever its chain returns: a stage that ignores its context and then
+// succeeds, or fails (under the stop policy), is reported unfinished
+// and without an error, never finished and never as a stop.
+func TestFenceCancelDiscardsResult(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error // what the stage returns once released
+	}{
+		{name: "ignores its context and succeeds"},
+		{name: "ignores its context and fails", err: errors.New("bad record")},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			release, started := make(chan struct{}), make(chan struct{}, 1)
+			stage := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+				<-release
+				if tt.err != nil {
+					return nil, tt.err
+				}
+				return in, nil
+			})
+			h := run(t, Config{Chain: Chain{Stages: []NamedStage{{Name: "s", Stage: stage}}, Policy: FailurePolicy{Stop: true}}, Concurrency: 1})
+			b := batch(p0, 1, 0, 5, sameKey)
+			h.in <- Message{Batches: []*fetch.Batch{b}}
+			<-started
+			h.in <- Message{Fences: []Fence{{Partition: p0, Epoch: 1, Cancel: true}}}
+			h.in <- Message{} // Run took the fence
+			close(release)
+			if c := h.completions(t, 1)[0]; !dropped(c) {
+				t.Fatalf("canceled batch: %+v, want unfinished and no error", c)
+			}
+		})
+	}
+}
+
 type producerFunc func(ctx context.Context, rs []stages.Record) error
 
 func (f producerFunc) Produce(ctx context.Context, rs []stages.Record) error { return f(ctx, rs) }

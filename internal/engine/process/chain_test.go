@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -536,15 +537,37 @@ func TestChainWaitsForAnUnavailableDestination(t *testing.T) {
 	}
 }
 
-// flakySink fails its first writes with an unavailable error.
+// TestChainDeadLetterUnavailableWrapsPermanent: a dead-letter write
+// failing with an unavailable error that wraps a permanent one (a
+// transactional producer's "transaction over" error whose cause was a
+// refused batch) is the sink's unavailability, not a refusal of the
+// record: the partition waits and the whole dead letter is written,
+// neither truncated nor undeliverable.
+func TestChainDeadLetterUnavailableWrapsPermanent(t *testing.T) {
+	dl := &flakySink{failures: 2, err: stages.Unavailable(fmt.Errorf("transaction over: %w", stages.Permanent(errors.New("MESSAGE_TOO_LARGE"))))}
+	c := Chain{Stages: []NamedStage{{Name: "check", Stage: fails(1)}}, Log: nopLog(), Policy: FailurePolicy{Backoff: time.Millisecond, Sink: dl}}
+	if _, err := c.Run(context.Background(), records(0, 1, 2)); err != nil || len(dl.got) != 1 {
+		t.Fatalf("err %v, %d dead letters, want 1", err, len(dl.got))
+	}
+	if _, truncated := dl.got[0].Header(stages.HeaderTruncated); truncated {
+		t.Fatalf("dead letter %+v is truncated: an unavailable sink was taken for a refusal of the record", dl.got[0])
+	}
+}
+
+// flakySink fails its first writes with an unavailable error (err, or
+// LEADER_NOT_AVAILABLE).
 type flakySink struct {
 	failures int
+	err      error
 	got      []stages.Record
 }
 
 func (s *flakySink) Produce(_ context.Context, rs []stages.Record) error {
 	if s.failures > 0 {
 		s.failures--
+		if s.err != nil {
+			return s.err
+		}
 		return stages.Unavailable(errors.New("LEADER_NOT_AVAILABLE"))
 	}
 	s.got = append(s.got, rs...)

@@ -104,7 +104,10 @@ const DeadLetterStage = "dead_letter"
 // permanent with backoff (Policy.Backoff doubling up to
 // MaxUnavailableBackoff) until ctx ends: the partition waits, and the
 // wait is reported to OnUnavailable. It returns nil once acknowledged,
-// the error if it is permanent, or ctx's error.
+// the error if it is permanent, or ctx's error. An error marked
+// unavailable is the sink's, never the record's, even if it wraps a
+// permanent one (a transaction over because of some batch's refusal):
+// it is waited out.
 func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 	var w *unavailableWait
 	defer func() {
@@ -114,7 +117,7 @@ func (c *Chain) send(ctx context.Context, dl stages.Record) error {
 	}()
 	for {
 		err := c.Policy.Sink.Produce(ctx, []stages.Record{dl})
-		if err == nil || stages.IsPermanent(err) {
+		if err == nil || (stages.IsPermanent(err) && !stages.IsUnavailable(err)) {
 			return err
 		}
 		if ctx.Err() != nil {

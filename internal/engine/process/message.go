@@ -14,10 +14,12 @@ import (
 // all <= Epoch has its context canceled too: its stage calls, its waits
 // for an unavailable destination and its dead-letter writes end, and its
 // batches are reported as a context end is (none of their records
-// finished, Err nil), never as a stop of the partition. That is how an
-// aborted transaction's processing is called off (exactly-once): what it
-// wrote is discarded with the transaction, and its records are processed
-// again from the committed offset. A stage that ignores its context still
+// finished, Err nil), whatever the chain returns for it (a stage may
+// ignore its context, or fail or finish just before the cancel): never
+// finished, never a stop of the partition. That is how an aborted
+// transaction's processing is called off (exactly-once): what it wrote
+// is discarded with the transaction, and its records are processed again
+// from the committed offset. A stage that ignores its context still
 // holds its unit until it returns. A unit of a later epoch is not
 // touched.
 type Fence struct {

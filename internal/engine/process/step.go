@@ -128,9 +128,10 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 	// at once: the scheduler says so) and sends its result to done once;
 	// done holds them all, so one Run left behind never blocks.
 	done := make(chan unitDone, p.cfg.Concurrency)
-	// running maps each unit running to the cancellation of its own
-	// context (a fence with Cancel calls it); owned by this goroutine.
-	running := map[*Unit]context.CancelCauseFunc{}
+	// running holds the units running, each with the cancellation of
+	// its own context (a fence with Cancel calls it); owned by this
+	// goroutine.
+	running := map[*Unit]*runningUnit{}
 	var report *Report
 	for {
 		for {
@@ -139,7 +140,7 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 				break
 			}
 			uctx, cancel := context.WithCancelCause(ctx)
-			running[u] = cancel
+			running[u] = &runningUnit{cancel: cancel}
 			go func() {
 				_, err := p.cfg.Chain.Run(uctx, u.Records())
 				done <- unitDone{u: u, err: err}
@@ -171,8 +172,15 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 			cancelUnits(running, m.Fences)
 			s.Accept(m)
 		case d := <-done:
-			running[d.u](nil)
+			r := running[d.u]
+			r.cancel(nil)
 			delete(running, d.u)
+			if r.canceled {
+				// Whatever the chain made of it (a stage may ignore
+				// its context, or have failed just before), nothing of
+				// a canceled unit counts, and it is no stop.
+				d.err = fmt.Errorf("%w: %w", errAborted, errFenceCancel)
+			}
 			s.Finish(d.u, d.err)
 		case sendCh <- report:
 			report = nil
@@ -184,17 +192,24 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 // Fence with Cancel (context.Cause): what its stage calls see.
 var errFenceCancel = errors.New("processing canceled: the partition was fenced (its transaction is aborted or its epoch is over)")
 
+// runningUnit is a unit Run has running.
+type runningUnit struct {
+	cancel   context.CancelCauseFunc
+	canceled bool // by a fence: its result is discarded
+}
+
 // cancelUnits cancels the running units the fences with Cancel call
 // off: those of the fence's partition whose epoch is at most the
 // fence's.
-func cancelUnits(running map[*Unit]context.CancelCauseFunc, fences []Fence) {
+func cancelUnits(running map[*Unit]*runningUnit, fences []Fence) {
 	for _, f := range fences {
 		if !f.Cancel {
 			continue
 		}
-		for u, cancel := range running {
+		for u, r := range running {
 			if u.partition() == f.Partition && u.epoch() <= f.Epoch {
-				cancel(errFenceCancel)
+				r.cancel(errFenceCancel)
+				r.canceled = true
 			}
 		}
 	}
@@ -202,7 +217,7 @@ func cancelUnits(running map[*Unit]context.CancelCauseFunc, fences []Fence) {
 
 // wait waits up to AbandonAfter for the running units, and describes
 // those still running then.
-func (p *Step) wait(running map[*Unit]context.CancelCauseFunc, done <-chan unitDone) error {
+func (p *Step) wait(running map[*Unit]*runningUnit, done <-chan unitDone) error {
 	if len(running) == 0 {
 		return nil
 	}
@@ -211,12 +226,12 @@ func (p *Step) wait(running map[*Unit]context.CancelCauseFunc, done <-chan unitD
 	for len(running) > 0 {
 		select {
 		case d := <-done:
-			running[d.u](nil)
+			running[d.u].cancel(nil)
 			delete(running, d.u)
 		case <-t.C:
 			e := &AbandonedError{Stages: p.calls.running(), Units: len(running), From: map[offsetstore.TopicPartition]int64{}}
-			for u, cancel := range running {
-				cancel(nil)
+			for u, r := range running {
+				r.cancel(nil)
 				recs := u.Records()
 				e.Records += len(recs)
 				if len(recs) == 0 {
