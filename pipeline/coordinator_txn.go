@@ -45,7 +45,7 @@ type txnState struct {
 	// held are batches fetched while processing is held, in order.
 	held []*fetch.Batch
 	// commitWanted: a commit is due; processing is held until it is
-	// answered. since is when the hold began.
+	// answered. since is when the hold (of a commit or an abort) began.
 	commitWanted bool
 	since        time.Time
 	// aborting: the partitions were rewound; the abort is sent once
@@ -102,7 +102,10 @@ func (c *coordinator) planTxn() {
 	}
 	drained := c.txnDrained()
 	switch {
-	case t.aborting && !t.abortSent && drained && !c.committer.busy():
+	case t.aborting && !t.abortSent && !c.committer.busy() && (drained || c.now.Sub(t.since) > c.cfg.txnDrainTimeout):
+		// (not drained in time: a stage ignores its cancellation; the
+		// producer's abort then waits for its call, within the commit
+		// step's deadline, or fails the run)
 		c.sendAbort()
 	case t.commitWanted && c.revoke == nil && drained && !c.committer.busy():
 		if !c.sendCommit() {
@@ -199,7 +202,7 @@ func (c *coordinator) abortTxn(cause error) {
 	if t.failed != nil || t.aborting {
 		return
 	}
-	t.aborting, t.abortSent = true, false
+	t.aborting, t.abortSent, t.since = true, false, c.now
 	t.aborts++
 	c.stats.txnAborts.Add(1)
 	for _, p := range c.slots {
