@@ -160,11 +160,12 @@ func (f *fetchLog) checkFetches(t *testing.T, requireStable bool) {
 // stableScenario: the previous owner of t/0 has committed offset 10 in a
 // transaction that is still open (t/0's committed offset is 5, t/1's 3).
 // A member with RequireStable must not be handed t/0 at 5: it waits,
-// heartbeating (longer than its session timeout, and through a
-// rebalance when a second member joins), and once the transaction
-// commits every member is handed t/0 at 10. Without RequireStable the
-// member is handed the stale 5 at once: the duplicates this prevents.
-func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic string) Config, requireStable bool) {
+// heartbeating (for hold, which should exceed its session timeout, and
+// then through a rebalance when a second member joins), and once the
+// transaction commits every member is handed t/0 at 10. Without
+// RequireStable the member is handed the stale 5 at once: the
+// duplicates this prevents.
+func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic string) Config, requireStable bool, hold time.Duration) {
 	topic, group := k.Name("t"), k.Name("g")
 	k.CreateTopic(t, topic, 2)
 	k.CommitOffsets(t, group, topic, map[int32]int64{0: 5, 1: 3})
@@ -195,16 +196,27 @@ func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic stri
 		return
 	}
 
-	// While the transaction is open: fetched again and again, handed
-	// nothing, and still a member after more than a session timeout.
-	handedNothing := func() {
+	// While the transaction is open, a is asked about t/0 and t/1
+	// together: it fetches again and again, is handed neither, and is
+	// still a member after more than a session timeout.
+	want := map[int32]int64{0: 10, 1: 3}
+	// handedRight fails the test if a member was handed t/0 (while the
+	// transaction is open) or a partition at an offset other than its
+	// final one. (Apache Kafka hands t/1 out, as no transaction has an
+	// offset of it pending; kfake refuses every partition of the group.)
+	handedRight := func(open bool) {
 		t.Helper()
 		for _, name := range []string{"a", "b"} {
 			for _, ev := range l.eventsOf(name) {
 				switch ev := ev.(type) {
 				case Assigned:
-					if len(ev.Partitions) > 0 {
-						t.Fatalf("%s was handed %v while the transaction committing their offsets is open", name, ev.Partitions)
+					for _, p := range ev.Partitions {
+						if open && p.TopicPartition == t0 {
+							t.Fatalf("%s was handed %s at %d while the transaction committing its offset is open", name, t0, p.Committed)
+						}
+						if p.Topic != topic || p.Committed != want[p.Partition] {
+							t.Fatalf("%s was handed %s at %d, want %d", name, p.TopicPartition, p.Committed, want[p.Partition])
+						}
 					}
 				case Lost:
 					t.Fatalf("%s lost its partitions while waiting for stable offsets: %v", name, ev.Err)
@@ -213,13 +225,16 @@ func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic stri
 		}
 	}
 	for deadline := time.Now().Add(20 * time.Second); len(fetches.all()) < 5; time.Sleep(20 * time.Millisecond) {
-		handedNothing()
+		handedRight(true)
 		if time.Now().After(deadline) {
 			t.Fatalf("saw %d OffsetFetch requests in 20s, want at least 5", len(fetches.all()))
 		}
 	}
-	time.Sleep(c.SessionTimeout + c.SessionTimeout/2)
-	handedNothing()
+	time.Sleep(hold)
+	handedRight(true)
+	if o := l.owned(); len(o["a"]) != 0 {
+		t.Fatalf("a was handed %v while the transaction is open; both of its partitions' offsets were fetched together", o["a"])
+	}
 	gens := 0
 	syncs.Range(func(_, _ any) bool { gens++; return true })
 	if c.Protocol == ProtocolClassic && gens != 1 {
@@ -228,22 +243,11 @@ func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic stri
 	// A second member joins while a waits: the assignment changes under
 	// the wait.
 	startMember(t, l, "b", c, memberOpts{commitOnRev: true})
-	time.Sleep(c.SessionTimeout)
-	handedNothing()
+	time.Sleep(hold)
+	handedRight(true)
 	end(true)
 	l.waitFor(t, 30*time.Second, "both partitions owned", func(o map[string][]offsetstore.TopicPartition) bool { return total(o) == 2 })
-	want := map[int32]int64{0: 10, 1: 3}
-	for _, name := range []string{"a", "b"} {
-		for _, ev := range l.eventsOf(name) {
-			if as, ok := ev.(Assigned); ok {
-				for _, p := range as.Partitions {
-					if p.Topic != topic || p.Committed != want[p.Partition] {
-						t.Errorf("%s was handed %s at %d, want %d", name, p.TopicPartition, p.Committed, want[p.Partition])
-					}
-				}
-			}
-		}
-	}
+	handedRight(false)
 	fetches.checkFetches(t, true)
 	if err := l.err(); err != nil {
 		t.Fatal(err)
@@ -271,11 +275,12 @@ func TestRequireStableWaitsForPendingTransaction(t *testing.T) {
 			} else {
 				c = kafkatest.New(t, 1)
 			}
+			cfg := testConfig(c, "g", "t")
 			stableScenario(t, c.Kafka, func(group, topic string) Config {
 				cfg := testConfig(c, group, topic)
 				cfg.Protocol = tc.protocol
 				return cfg
-			}, tc.requireStable)
+			}, tc.requireStable, cfg.SessionTimeout+cfg.SessionTimeout/2)
 		})
 	}
 }
