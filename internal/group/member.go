@@ -570,7 +570,7 @@ func (s *runState) fetchCommitted(ctx context.Context, set map[tp]bool) ([]Parti
 		}
 		waited := time.Since(began)
 		if waited >= s.cfg.RebalanceTimeout {
-			return nil, fmt.Errorf("%w; still pending after %v (the rebalance timeout): a transaction of the partitions' previous owner is open", err, waited.Round(time.Millisecond))
+			return nil, fmt.Errorf("%w; still pending after %v (the rebalance timeout): a transaction with their offsets is still open", err, waited.Round(time.Millisecond))
 		}
 		lvl := zap.DebugLevel
 		if attempt > 20 {

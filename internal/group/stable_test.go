@@ -287,15 +287,17 @@ func TestRequireStableWaitsForPendingTransaction(t *testing.T) {
 
 // A coordinator may answer UNSTABLE_OFFSET_COMMIT for the whole request
 // (the top-level error code) rather than per partition: the member waits
-// and asks again, and is handed the offsets once they are stable.
+// and asks again in its generation, and is handed the offsets once they
+// are stable. A heartbeat's connection cut while it waits is dialled
+// again for the next fetch.
 func TestRequireStableRetriesTopLevelUnstable(t *testing.T) {
 	c := kafkatest.New(t, 1)
 	c.CreateTopic(t, "t", 2)
 	c.CommitOffsets(t, "g", "t", map[int32]int64{1: 4})
 	fetches := recordFetches(t, c.Kafka, "g") // runs before the refusals below
-	const refusals = 4
+	const refusals = 8
 	var mu sync.Mutex
-	answered := 0
+	answered, cut := 0, false
 	c.ControlKey(int16(kmsg.OffsetFetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kreq.(*kmsg.OffsetFetchRequest)
@@ -309,6 +311,15 @@ func TestRequireStableRetriesTopLevelUnstable(t *testing.T) {
 		resp.ErrorCode = kerr.UnstableOffsetCommit.Code
 		return resp, nil, true
 	})
+	c.Intercept(t, kmsg.Heartbeat, func(_ int32, req kmsg.Request) kafkatest.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		if req.(*kmsg.HeartbeatRequest).Group == "g" && answered > 0 && answered < refusals && !cut {
+			cut = true
+			return kafkatest.Action{Cut: true}
+		}
+		return kafkatest.Action{}
+	})
 	var syncs sync.Map // SyncGroup requests, by generation
 	c.Intercept(t, kmsg.SyncGroup, func(_ int32, req kmsg.Request) kafkatest.Action {
 		syncs.Store(req.(*kmsg.SyncGroupRequest).Generation, true)
@@ -317,13 +328,17 @@ func TestRequireStableRetriesTopLevelUnstable(t *testing.T) {
 	l := newLedger()
 	cfg := testConfig(c, "g", "t")
 	cfg.RequireStable = true
+	cfg.RetryBackoff = 100 * time.Millisecond // a heartbeat (every 100ms) falls between refusals
 	startMember(t, l, "a", cfg, memberOpts{})
 	l.waitFor(t, 10*time.Second, "a owns both", func(o map[string][]offsetstore.TopicPartition) bool { return len(o["a"]) == 2 })
 	mu.Lock()
-	n := answered
+	n, wasCut := answered, cut
 	mu.Unlock()
 	if n != refusals {
 		t.Fatalf("%d fetches refused, want %d", n, refusals)
+	}
+	if !wasCut {
+		t.Fatal("no heartbeat was sent (and cut) while the member waited")
 	}
 	var assigned []Assigned
 	for _, ev := range l.eventsOf("a") {
