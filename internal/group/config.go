@@ -85,9 +85,25 @@ type Config struct {
 	// changed (classic protocol; the consumer protocol's coordinator does
 	// it itself). Default 30s.
 	MetadataInterval time.Duration
-	// RetryBackoff: the pause before retrying a failed join. Default
-	// 250ms.
+	// RetryBackoff: the pause before retrying a failed join, or an
+	// offset fetch answered UNSTABLE_OFFSET_COMMIT (see RequireStable).
+	// Default 250ms.
 	RetryBackoff time.Duration
+	// RequireStable makes the member read a partition's committed offset
+	// only once no transaction has an offset for the group pending
+	// (OffsetFetch v7 RequireStable, KIP-447). A transactional producer
+	// commits the previous owner's offsets with TxnOffsetCommit; until its
+	// transaction ends and the markers reach __consumer_offsets, the
+	// coordinator still answers the old offset, and a new owner starting
+	// from it would process records again. With RequireStable the
+	// coordinator answers UNSTABLE_OFFSET_COMMIT instead, and the member
+	// asks again every RetryBackoff, heartbeating meanwhile, for up to
+	// RebalanceTimeout before it gives the partitions back (classic) or
+	// retries the assignment (consumer protocol); Assigned is sent only
+	// with stable offsets. Set it when input is read read_committed
+	// (exactly-once). It needs Kafka 2.5 or later: an older coordinator
+	// makes Run return an error wrapping ErrUnsupportedBroker.
+	RequireStable bool
 	// ClientID is sent with every request. Default "fencepost".
 	ClientID string
 	// Dial connects to brokers, with TLS and SASL as the cluster needs.

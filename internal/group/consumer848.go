@@ -207,6 +207,7 @@ func (s *runState) reconcile848(ctx context.Context) error {
 		return err
 	}
 	m.pending = nil
+	s.rejoin = false // set again when a newer assignment arrives
 	revoked, added := map[tp]bool{}, map[tp]bool{}
 	for k := range s.owned {
 		if !target[k] {
@@ -229,9 +230,15 @@ func (s *runState) reconcile848(ctx context.Context) error {
 	}
 	parts, err := s.fetchCommitted(ctx, added)
 	if err != nil {
+		if m.pending != nil && errors.Is(err, errRebalanced) {
+			return nil // a newer assignment arrived meanwhile: reconcile it
+		}
 		// The coordinator sends an assignment only when it changes:
-		// keep it, and retry after the backoff.
-		m.pending = pending
+		// keep it (unless a newer one arrived while fetchCommitted
+		// heartbeated), and retry after the backoff.
+		if m.pending == nil {
+			m.pending = pending
+		}
 		return err
 	}
 	for k := range added {

@@ -51,6 +51,14 @@
 // the session timeout. Commits use OffsetCommit v9 with the member epoch.
 // The same events and Commit serve both protocols.
 //
+// Exactly-once: set [Config.RequireStable] when input is read
+// read_committed. Committed offsets are then fetched with OffsetFetch v7
+// RequireStable (KIP-447): while a transaction of a partition's previous
+// owner has its offset pending, the coordinator answers
+// UNSTABLE_OFFSET_COMMIT and the member asks again, heartbeating, so
+// [Assigned] never carries an offset a pending transaction is about to
+// move.
+//
 // On the classic protocol the leader checks the subscribed topics'
 // partition counts every Config.MetadataInterval and starts a rebalance
 // when one changed, so added partitions are consumed without a restart.

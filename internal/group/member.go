@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/segmentio/kafka-go/protocol/joingroup"
 	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/segmentio/kafka-go/protocol/offsetcommit"
-	"github.com/segmentio/kafka-go/protocol/offsetfetch"
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -385,11 +385,14 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 	if err != nil {
 		// Without their offsets the owner cannot start them: give them
 		// back (the next rebalance sees them unowned) and rejoin.
-		s.log.Warn("fetching committed offsets failed; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
 		for k := range added {
 			delete(s.owned, k)
 		}
 		s.publish()
+		if errors.Is(err, errLost) || errors.As(err, new(fatalError)) {
+			return err
+		}
+		s.log.Warn("fetching committed offsets failed; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
 		s.rejoin = true
 		return nil
 	}
@@ -544,44 +547,115 @@ func (s *runState) checkPartitions(ctx context.Context) {
 	}
 }
 
-// fetchCommitted reads the committed offsets of the partitions.
+// errRebalanced ends a wait for stable offsets: the coordinator started a
+// rebalance (classic) or sent a newer assignment (consumer protocol).
+var errRebalanced = errors.New("the assignment changed while waiting for stable offsets")
+
+// fetchCommitted reads the committed offsets of the partitions. With
+// Config.RequireStable, while the coordinator answers that a transaction
+// has offsets pending for them (UNSTABLE_OFFSET_COMMIT) it waits
+// RetryBackoff and asks again, heartbeating and delivering queued events
+// meanwhile, for up to RebalanceTimeout; it stops with an error wrapping
+// errRebalanced when the assignment changes meanwhile, or with what the
+// wait returns (the session's loss, a fatal error).
 func (s *runState) fetchCommitted(ctx context.Context, set map[tp]bool) ([]Partition, error) {
 	if len(set) == 0 {
 		return nil, nil
 	}
+	began := time.Now()
+	for attempt := 1; ; attempt++ {
+		parts, err := s.fetchOnce(ctx, set)
+		if !errors.Is(err, kerr.UnstableOffsetCommit) {
+			return parts, err
+		}
+		waited := time.Since(began)
+		if waited >= s.cfg.RebalanceTimeout {
+			return nil, fmt.Errorf("%w; still pending after %v (the rebalance timeout): a transaction with their offsets is still open", err, waited.Round(time.Millisecond))
+		}
+		lvl := zap.DebugLevel
+		if attempt > 20 {
+			lvl = zap.WarnLevel
+		}
+		s.log.Check(lvl, "committed offsets are pending in a transaction; waiting until they are stable").Write(
+			zap.String("group", s.cfg.Group), zap.Int("attempt", attempt), zap.Duration("waited", waited), zap.Error(err))
+		if err := s.wait(ctx, waitFor{until: time.Now().Add(s.cfg.RetryBackoff), onRejoin: true}); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if s.rejoin {
+			return nil, fmt.Errorf("%w: %w", errRebalanced, err)
+		}
+	}
+}
+
+// fetchOnce sends one OffsetFetch for the partitions; an error wraps
+// kerr.UnstableOffsetCommit when the coordinator answered that for the
+// group or for a partition (and no other error).
+func (s *runState) fetchOnce(ctx context.Context, set map[tp]bool) ([]Partition, error) {
 	byTopic := map[string][]int32{}
 	for k := range set {
 		byTopic[k.topic] = append(byTopic[k.topic], k.part)
 	}
-	req := &offsetfetch.Request{GroupID: s.cfg.Group}
+	// Framed with kmsg: kafka-go's offsetfetch stops at v5, before
+	// RequireStable.
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group, req.RequireStable = s.cfg.Group, s.cfg.RequireStable
 	for _, t := range sortedKeys(byTopic) {
-		req.Topics = append(req.Topics, offsetfetch.RequestTopic{Name: t, PartitionIndexes: byTopic[t]})
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = t, byTopic[t]
+		req.Topics = append(req.Topics, rt)
+	}
+	minVersion := int16(minOffsetFetch)
+	if s.cfg.RequireStable {
+		minVersion = minOffsetFetchStable
 	}
 	fctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
 	defer cancel()
-	resp, err := s.coord.roundTrip(fctx, minOffsetFetch, req)
-	if err != nil {
-		s.dropConn()
+	if err := s.connect(fctx); err != nil {
 		return nil, err
 	}
-	r := resp.(*offsetfetch.Response)
+	r := kmsg.NewPtrOffsetFetchResponse()
+	if err := s.coord.roundTripKmsgUpTo(fctx, minVersion, maxOffsetFetch, req, r); err != nil {
+		s.dropConn()
+		if s.cfg.RequireStable && errors.Is(err, ErrUnsupportedBroker) {
+			return nil, fatalError{fmt.Errorf("%w (RequireStable, set for exactly-once, needs OffsetFetch v7: Kafka 2.5 or later)", err)}
+		}
+		return nil, err
+	}
 	if r.ErrorCode != 0 {
 		if isCoordinatorError(r.ErrorCode) {
 			s.dropConn()
 		}
+		if r.ErrorCode == kerr.UnstableOffsetCommit.Code {
+			return nil, fmt.Errorf("OffsetFetch for group %q: %w", s.cfg.Group, kerr.UnstableOffsetCommit)
+		}
 		return nil, fmt.Errorf("OffsetFetch for group %q: %w", s.cfg.Group, kafka.Error(r.ErrorCode))
 	}
 	got := map[tp]Partition{}
+	var unstable []string
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
-			if p.ErrorCode != 0 {
-				return nil, fmt.Errorf("OffsetFetch for group %q, %s/%d: %w", s.cfg.Group, t.Name, p.PartitionIndex, kafka.Error(p.ErrorCode))
+			if p.ErrorCode == kerr.UnstableOffsetCommit.Code {
+				unstable = append(unstable, fmt.Sprintf("%s/%d", t.Topic, p.Partition))
+				continue
 			}
-			got[tp{t.Name, p.PartitionIndex}] = Partition{
-				TopicPartition: offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex},
-				Committed:      p.CommittedOffset, LeaderEpoch: p.ComittedLeaderEpoch, Metadata: p.Metadata,
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("OffsetFetch for group %q, %s/%d: %w", s.cfg.Group, t.Topic, p.Partition, kafka.Error(p.ErrorCode))
+			}
+			meta := ""
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			got[tp{t.Topic, p.Partition}] = Partition{
+				TopicPartition: offsetstore.TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				Committed:      p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta,
 			}
 		}
+	}
+	if len(unstable) > 0 {
+		return nil, fmt.Errorf("OffsetFetch for group %q, %s: %w", s.cfg.Group, strings.Join(unstable, ", "), kerr.UnstableOffsetCommit)
 	}
 	out := make([]Partition, 0, len(set))
 	for _, k := range slices.SortedFunc(mapKeys(set), cmpTP) {

@@ -22,17 +22,26 @@ import (
 // (KIP-896) and carries the fields the member needs: JoinGroup v5,
 // SyncGroup v3, Heartbeat v3 and LeaveGroup v3 the group instance id
 // (KIP-345), OffsetCommit v7 the instance id and leader epoch, OffsetFetch
-// v5 the leader epoch, FindCoordinator v1 an error message.
+// v5 the leader epoch (v7 RequireStable, needed only with
+// Config.RequireStable), FindCoordinator v1 an error message.
 const (
-	minJoinGroup       = 5
-	minSyncGroup       = 3
-	minHeartbeat       = 3
-	minLeaveGroup      = 3
-	minOffsetCommit    = 7
-	minOffsetFetch     = 5
-	minFindCoordinator = 1
-	minMetadata        = 4
+	minJoinGroup         = 5
+	minSyncGroup         = 3
+	minHeartbeat         = 3
+	minLeaveGroup        = 3
+	minOffsetCommit      = 7
+	minOffsetFetch       = 5
+	minOffsetFetchStable = 7
+	minFindCoordinator   = 1
+	minMetadata          = 4
 )
+
+// maxOffsetFetch is the highest OffsetFetch version the member sends: v8
+// moves the request into an array of groups and v9 adds the consumer
+// protocol's member epoch, neither of which the member needs (a fetch
+// without a member id and epoch is accepted by consumer-protocol groups
+// too).
+const maxOffsetFetch = 7
 
 // conn is one connection to one broker, for kafka-go protocol requests
 // sent one at a time. One goroutine owns it at a time. After any error the
