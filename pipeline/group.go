@@ -70,9 +70,13 @@ func (m *member) run(ctx context.Context) error {
 		MetadataInterval:  max(m.cfg.Kafka.MetadataMaxAge, time.Second),
 		Protocol:          k.GroupProtocol,
 		RemoteAssignor:    k.RemoteAssignor,
-		ClientID:          m.cfg.Kafka.ClientID,
-		Dial:              m.conn.fetchDialer().DialNet,
-		Logger:            m.log,
+		// read_committed (exactly_once turns it on): a partition whose
+		// previous owner's transaction still completes is not started
+		// from the offset before it (KIP-447)
+		RequireStable: k.ReadCommitted,
+		ClientID:      m.cfg.Kafka.ClientID,
+		Dial:          m.conn.fetchDialer().DialNet,
+		Logger:        m.log,
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group %q: %w", k.Group, err)
