@@ -110,7 +110,10 @@ func waitCommitted(t *testing.T, c *kafkatest.Kafka, group, topic string, partit
 
 // Every record's output is written once and committed with its offset.
 func TestExactlyOnceCopiesEveryRecordOnce(t *testing.T) {
-	c := kafkatest.New(t, 1).Kafka
+	exactlyOnceCopiesEveryRecordOnce(t, kafkatest.New(t, 1).Kafka)
+}
+
+func exactlyOnceCopiesEveryRecordOnce(t *testing.T, c *kafkatest.Kafka) {
 	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos")
 	const partitions, per = 3, 300
 	c.CreateTopic(t, in, partitions)
@@ -134,7 +137,10 @@ func TestExactlyOnceCopiesEveryRecordOnce(t *testing.T) {
 // outputs are discarded and its records processed again, so the output
 // still holds each record once; the abort is reported as a reset.
 func TestExactlyOnceAbortedTransactionIsRedone(t *testing.T) {
-	c := kafkatest.New(t, 1).Kafka
+	exactlyOnceAbortedTransactionIsRedone(t, kafkatest.New(t, 1).Kafka)
+}
+
+func exactlyOnceAbortedTransactionIsRedone(t *testing.T, c *kafkatest.Kafka) {
 	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-abort")
 	const partitions, per = 2, 200
 	c.CreateTopic(t, in, partitions)
@@ -168,6 +174,61 @@ func TestExactlyOnceAbortedTransactionIsRedone(t *testing.T) {
 	}
 	if aborted.Load() == 0 {
 		t.Errorf("no transaction_aborted reset reported (TxnOffsetCommit requests: %d)", held.Load())
+	}
+	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
+}
+
+// Members join and leave while records flow: every revoke commits the
+// transaction before the partitions move, a new owner starts from the
+// offsets that transaction committed (read with RequireStable), and the
+// output holds each record once.
+func TestExactlyOnceThroughRebalances(t *testing.T) {
+	exactlyOnceThroughRebalances(t, kafkatest.New(t, 2).Kafka)
+}
+
+func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
+	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-rebalance")
+	const partitions, per = 4, 600
+	c.CreateTopic(t, in, partitions)
+	c.CreateTopic(t, outT, partitions)
+	produced := make(chan error, 1)
+	go func() {
+		for i := 0; i < per; i += 20 {
+			for p := range int32(partitions) {
+				if err := c.ProduceE(in, p, 20, 20, func(j int) []byte { return []byte(fmt.Sprintf("p%d-%d", p, i+j)) }); err != nil {
+					produced <- err
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+	cfg := exactlyOnceConfig(c, group, in)
+	member := func() *running {
+		out, err := pipeline.NewOutputs(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = out.Close() })
+		return start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", copyStage(t, out, outT)))
+	}
+	a := member()
+	time.Sleep(800 * time.Millisecond)
+	b := member() // a cooperative rebalance: a gives b some partitions
+	time.Sleep(800 * time.Millisecond)
+	if err := a.shutdown(t); err != nil { // b takes them all
+		t.Fatal(err)
+	}
+	a2 := member() // and gives some back
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, c, group, in, partitions, per)
+	for _, r := range []*running{a2, b} {
+		if err := r.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
 	}
 	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
 }

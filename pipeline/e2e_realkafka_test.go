@@ -61,6 +61,9 @@ func TestRealKafka(t *testing.T) {
 	t.Run("RebalanceMovesOnlyWhatMoves", func(t *testing.T) { rebalanceMovesOnlyWhatMoves(t, named) })
 	t.Run("StaticMemberRestart", func(t *testing.T) { staticMemberRestart(t, named(t), true) })
 	t.Run("GracefulShutdownCommitsProcessed", func(t *testing.T) { gracefulShutdownCommitsProcessed(t, named(t)) })
+	t.Run("ExactlyOnceCopiesEveryRecordOnce", func(t *testing.T) { exactlyOnceCopiesEveryRecordOnce(t, named(t)) })
+	t.Run("ExactlyOnceAbortedTransactionIsRedone", func(t *testing.T) { exactlyOnceAbortedTransactionIsRedone(t, named(t)) })
+	t.Run("ExactlyOnceThroughRebalances", func(t *testing.T) { exactlyOnceThroughRebalances(t, named(t)) })
 	t.Run("FetchFaultsRecoverQuickly", func(t *testing.T) {
 		fetchFaultsRecoverQuickly(t, named(t), func(func(string, func())) {}) // no injected errors on a real broker
 	})

@@ -235,6 +235,9 @@ func (r *runner) run(ctx context.Context) error {
 	txnFailed := make(chan txnFailedEvent, 1)
 	if cfg.Guarantee == ExactlyOnce {
 		if txn, err = r.startTransactions(ctx, client, txnFailed); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting: nothing was processed
+			}
 			return err
 		}
 		defer r.out.detach()
