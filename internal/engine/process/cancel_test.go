@@ -183,13 +183,13 @@ func TestFenceCancel(t *testing.T) {
 			// The canceled batches are reported promptly, before the
 			// release; the others are not (they are still waiting).
 			began := time.Now()
-			got := h.completions(t, nCanceled)
+			h.completions(t, nCanceled)
 			if took := time.Since(began); took > 2*time.Second {
 				t.Fatalf("canceled batches reported %v after the fence, want promptly", took)
 			}
 			time.Sleep(20 * time.Millisecond) // a wrong completion would show now
 			h.mu.Lock()
-			got = append([]Completion(nil), h.got...)
+			got := append([]Completion(nil), h.got...)
 			h.mu.Unlock()
 			if len(got) != nCanceled {
 				t.Fatalf("before the release: %d completions %+v, want %d (the canceled batches)", len(got), got, nCanceled)
