@@ -79,17 +79,27 @@ type CommitDone struct {
 	// transient errors included.
 	Latency time.Duration
 	Err     error // nil: acknowledged
+	// Abort: with guarantee exactly_once, this was the abort of a
+	// transaction (Partitions is 0; nothing was committed, and Err nil
+	// means the abort went through).
+	Abort bool
 }
 
 // Reason names why a commit failed, from a small set fit for a metric
 // label: "" (it did not), "fenced" (the group generation ended: a
-// rebalance), "timeout" (no answer in time), the Kafka error's name
-// ("group_coordinator_not_available", ...), or "other".
+// rebalance), "transaction_aborted" (exactly_once: the transaction could
+// not commit and was aborted), "transaction_failed" (the transactional
+// producer failed for good), "timeout" (no answer in time), the Kafka
+// error's name ("group_coordinator_not_available", ...), or "other".
 func (d CommitDone) Reason() string {
 	var ke kafka.Error
 	switch err := d.Err; {
 	case err == nil:
 		return ""
+	case errors.Is(err, offsets.ErrTransactionAborted):
+		return "transaction_aborted"
+	case errors.Is(err, offsets.ErrTransactionFailed):
+		return "transaction_failed"
 	case errors.Is(err, offsets.ErrGenerationEnded), errors.Is(err, offsets.ErrStaleGeneration):
 		return "fenced"
 	case errors.Is(err, context.DeadlineExceeded):

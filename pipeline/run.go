@@ -486,7 +486,7 @@ func (r *runner) commit(ctx context.Context, committer *commit.Committer, c comm
 	began := time.Now()
 	res := committer.Commit(ctx, c)
 	if r.p.obs != nil {
-		r.p.obs.CommitDone(CommitDone{Partitions: c.Request.Len(), Latency: time.Since(began), Err: res.Err})
+		r.p.obs.CommitDone(CommitDone{Partitions: c.Request.Len(), Latency: time.Since(began), Err: res.Err, Abort: c.Abort})
 	}
 	return res
 }

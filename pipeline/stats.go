@@ -33,6 +33,10 @@ type Stats struct {
 	StaleDropped int64
 	Commits      int64
 	CommitErrors int64
+	// TransactionsAborted counts aborted transactions (guarantee
+	// exactly_once): each sent its partitions back to their committed
+	// offsets (resets with reason transaction_aborted).
+	TransactionsAborted int64
 	// StoppedPartitions is how many assigned partitions are stopped now
 	// (see PartitionStatus.Err for why); Stops counts every stop.
 	StoppedPartitions int64
@@ -80,20 +84,21 @@ func (s *pipelineStats) snapshot() Stats {
 		outputErr = *e
 	}
 	return Stats{
-		BufferedBytes:      s.coord.bufferedBytes.Load(),
-		MaxBufferedBytes:   s.coord.maxBuffered.Load(),
-		FetchesInFlight:    s.coord.fetching.Load(),
-		MaxFetchesInFlight: s.coord.maxFetching.Load(),
-		RecordsProcessed:   s.processed.Load(),
-		DeadLetters:        s.deadLetters.Load(),
-		Resets:             s.coord.resets.Load(),
-		StaleDropped:       s.coord.staleDropped.Load(),
-		Commits:            s.coord.commits.Load(),
-		CommitErrors:       s.coord.commitErrors.Load(),
-		StoppedPartitions:  s.coord.stoppedPartitions.Load(),
-		Stops:              s.coord.stops.Load(),
-		StuckCalls:         s.stuck.Load(),
-		WaitingForOutput:   s.waiting.Load(),
-		OutputError:        outputErr,
+		BufferedBytes:       s.coord.bufferedBytes.Load(),
+		MaxBufferedBytes:    s.coord.maxBuffered.Load(),
+		FetchesInFlight:     s.coord.fetching.Load(),
+		MaxFetchesInFlight:  s.coord.maxFetching.Load(),
+		RecordsProcessed:    s.processed.Load(),
+		DeadLetters:         s.deadLetters.Load(),
+		Resets:              s.coord.resets.Load(),
+		StaleDropped:        s.coord.staleDropped.Load(),
+		Commits:             s.coord.commits.Load(),
+		CommitErrors:        s.coord.commitErrors.Load(),
+		TransactionsAborted: s.coord.txnAborts.Load(),
+		StoppedPartitions:   s.coord.stoppedPartitions.Load(),
+		Stops:               s.coord.stops.Load(),
+		StuckCalls:          s.stuck.Load(),
+		WaitingForOutput:    s.waiting.Load(),
+		OutputError:         outputErr,
 	}
 }

@@ -30,6 +30,7 @@ type metrics struct {
 	fetchSeconds                                         *prometheus.HistogramVec
 
 	commits        prometheus.Counter
+	txnAborts      prometheus.Counter
 	commitFailures *prometheus.CounterVec
 	commitSeconds  prometheus.Histogram
 	recordAge      *prometheus.HistogramVec
@@ -74,6 +75,7 @@ func newMetrics() *metrics {
 		fetchSeconds:  f.histograms("fetch_latency_seconds", "Fetch request latency, by broker; an idle partition's fetch waits up to fetch_max_wait.", latencyBuckets, "broker"),
 
 		commits:        f.counter("commits_total", "Offset commits acknowledged."),
+		txnAborts:      f.counter("transactions_aborted_total", "Transactions aborted (guarantee exactly_once); their partitions went back to their committed offsets."),
 		commitFailures: f.counters("commit_failures_total", "Offset commits that failed, by reason (fenced: a rebalance ended the generation; timeout; a Kafka error name).", "reason"),
 		commitSeconds:  f.histogram("commit_latency_seconds", "Offset commit latency, retries of transient errors included.", latencyBuckets),
 		recordAge:      f.histograms("record_commit_age_seconds", "Age of the newest record an acknowledged commit covers (now minus its timestamp), once per partition per commit.", ageBuckets, "topic"),
@@ -83,7 +85,7 @@ func newMetrics() *metrics {
 		revoked:        f.counter("partitions_revoked_total", "Partitions revoked from this member, summed over generations (the stop's included)."),
 		rebalancePause: f.histogram("rebalance_pause_seconds", "Time this member fetched nothing before a generation began: since the previous revoke began (or the start).", pauseBuckets),
 
-		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark, log_truncation; no_committed_offset is where a partition the group never committed started.", "reason"),
+		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark, log_truncation, transaction_aborted; no_committed_offset is where a partition the group never committed started.", "reason"),
 		resetSkipped: f.counters("reset_skipped_offsets_total", "Offsets skipped by resets (records not processed), by reason.", "reason"),
 		stops:        f.counters("partition_stops_total", "Partitions stopped, by reason: record_failed (dead_letter policy stop), dead_letter_refused, no_valid_offset (auto_offset_reset none), corrupt_records.", "reason"),
 
@@ -145,6 +147,10 @@ func (m *metrics) FetchDone(d pipeline.FetchDone) {
 // CommitDone implements pipeline.Observer.
 func (m *metrics) CommitDone(d pipeline.CommitDone) {
 	m.commitSeconds.Observe(d.Latency.Seconds())
+	if d.Abort {
+		m.txnAborts.Inc()
+		return
+	}
 	if d.Err != nil {
 		m.commitFailures.WithLabelValues(d.Reason()).Inc()
 		return
