@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,27 +57,44 @@ func TestExactlyOnceExample(t *testing.T) {
 // TestQuickstartRuns: "processor run --for 3s" of the quickstart, built
 // as users build it, exits 0 having processed records.
 func TestQuickstartRuns(t *testing.T) {
+	runExample(t, "configs/quickstart.yaml")
+}
+
+// TestExactlyOnceExampleRuns: the same for configs/exactly-once.yaml: its
+// transactions commit (records processed and written, exit 0).
+func TestExactlyOnceExampleRuns(t *testing.T) {
+	stderr := runExample(t, "configs/exactly-once.yaml")
+	if !strings.Contains(stderr, "transactional producer ready") {
+		t.Errorf("no transactional producer started:\n%s", stderr)
+	}
+}
+
+// runExample runs "processor run --for 3s" of file, built as users build
+// it, checks it exits 0 having processed records, and returns its stderr.
+func runExample(t *testing.T, file string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "processor")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var stdout, stderr bytes.Buffer
-	run := exec.Command(bin, "run", "-c", "configs/quickstart.yaml", "--for", "3s", "--http", "127.0.0.1:0", "--progress", "1s")
+	run := exec.Command(bin, "run", "-c", file, "--for", "3s", "--http", "127.0.0.1:0", "--progress", "1s")
 	run.Dir = "../.."
 	run.Stdout, run.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := run.Run(); err != nil {
-		t.Fatalf("quickstart: %v after %v\nstdout:\n%s\nstderr:\n%s", err, time.Since(start), stdout.String(), stderr.String())
+		t.Fatalf("%s: %v after %v\nstdout:\n%s\nstderr:\n%s", file, err, time.Since(start), stdout.String(), stderr.String())
 	}
 	m := regexp.MustCompile(`summary: processed (\d+) records`).FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no summary:\n%s", stderr.String())
 	}
 	if n, _ := strconv.Atoi(m[1]); n == 0 {
-		t.Errorf("the quickstart processed no records:\n%s", stderr.String())
+		t.Errorf("%s processed no records:\n%s", file, stderr.String())
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("--for 3s took %v", d)
 	}
+	return stderr.String()
 }
