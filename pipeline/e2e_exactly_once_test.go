@@ -232,3 +232,48 @@ func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
 	}
 	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
 }
+
+// A transaction held open past transaction_timeout (a stage call that
+// ignores its context for longer) is aborted by the broker, which bumps
+// the producer's epoch: the run recovers (KIP-588: the abort
+// re-initializes the producer) instead of stopping, and the output still
+// holds each record once.
+func TestExactlyOnceTransactionTimeoutRecovers(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-timeout")
+	const partitions, per = 2, 100
+	c.CreateTopic(t, in, partitions)
+	c.CreateTopic(t, outT, partitions)
+	produceInput(t, c, in, partitions, per)
+	cfg := exactlyOnceConfig(c, group, in)
+	cfg.TransactionTimeout = time.Second
+	out, err := pipeline.NewOutputs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	write := copyStage(t, out, outT)
+	var slow atomic.Bool
+	stall := stageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+		recs, err := write.Process(ctx, in)
+		if err == nil && slow.CompareAndSwap(false, true) {
+			time.Sleep(2500 * time.Millisecond) // its outputs are written; the transaction outlives its timeout
+		}
+		return recs, err
+	})
+	var aborted atomic.Int32
+	r := start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", stall),
+		pipeline.OnReset(func(e offsetstore.ResetEvent) {
+			if e.Reason == offsetstore.ReasonTransactionAborted {
+				aborted.Add(1)
+			}
+		}))
+	waitCommitted(t, c, group, in, partitions, per)
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if aborted.Load() == 0 {
+		t.Error("no transaction_aborted reset: the stalled transaction was committed")
+	}
+	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
+}

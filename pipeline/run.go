@@ -608,7 +608,10 @@ func (r *runner) startTransactions(ctx context.Context, client *kafkawire.Client
 		TransactionalID: id, TransactionTimeout: cfg.TransactionTimeout,
 		OnTxnFailed: func(err error) {
 			select {
-			case failed <- txnFailedEvent{err: err, fatal: failedForGood(err)}:
+			// fenced is not fatal yet: the abort finds out whether a
+			// transaction timeout (recoverable) or another instance
+			// fenced the producer
+			case failed <- txnFailedEvent{err: err, fatal: isFatal(err)}:
 			default:
 			}
 		},

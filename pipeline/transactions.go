@@ -58,7 +58,7 @@ func (s *txnStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 	if err == nil {
 		return s.begin(ctx)
 	}
-	if failedForGood(err) {
+	if isFatal(err) {
 		return fmt.Errorf("%w: %w", offsets.ErrTransactionFailed, err)
 	}
 	if aerr := s.Abort(ctx); aerr != nil {
@@ -74,6 +74,17 @@ func (s *txnStore) Abort(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txnRetryTimeout)
 		err = s.prod.Abort(rctx)
 		cancel()
+	}
+	if errors.Is(err, produce.ErrProducerFenced) {
+		// fenced by an epoch bump: the broker aborted a transaction that
+		// outlived transaction_timeout (then the producer takes its id
+		// back), or another instance took the transactional id (then it
+		// cannot, and this one must stop)
+		if rerr := s.prod.Recover(ctx); rerr != nil {
+			err = fmt.Errorf("%w; taking the transactional id back failed: %w", err, rerr)
+		} else {
+			err = nil
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: aborting the transaction: %w", offsets.ErrTransactionFailed, err)
@@ -94,8 +105,15 @@ func (s *txnStore) begin(ctx context.Context) error {
 // attempt's context ended.
 const txnRetryTimeout = 5 * time.Second
 
-// failedForGood reports whether err ends the transactional producer.
+// failedForGood reports whether err ends the transactional producer's
+// current epoch: fenced (which Recover may undo), or fatal.
 func failedForGood(err error) bool {
+	return errors.Is(err, produce.ErrProducerFenced) || isFatal(err)
+}
+
+// isFatal reports whether err ends the transactional producer for good:
+// no retry, abort or recovery helps (permissions, an unsupported broker).
+func isFatal(err error) bool {
 	var fatal *produce.FatalError
-	return errors.Is(err, produce.ErrProducerFenced) || errors.As(err, &fatal)
+	return errors.As(err, &fatal)
 }

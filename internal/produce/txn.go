@@ -224,6 +224,39 @@ func (p *Producer) Begin(ctx context.Context) error {
 	return nil
 }
 
+// Recover tries to take back a producer fenced (ErrProducerFenced) by an
+// epoch bump (KIP-360, KIP-588): it asks the transaction coordinator for a
+// new epoch, naming the producer's current id and epoch. The coordinator
+// grants it when it bumped the epoch itself, aborting a transaction that
+// outlived its timeout: the producer is then ready for Begin, and that
+// transaction's records and offsets are gone. It refuses, and Recover
+// returns ErrProducerFenced, when another producer initialized the same
+// transactional id since: this producer's work belongs to that one. A
+// producer that is not fenced is left as it is (Recover returns its
+// fatal error, or nil). Call it with no Produce or SendOffsets under way.
+func (p *Producer) Recover(ctx context.Context) error {
+	if !p.Transactional() {
+		return ErrNotTransactional
+	}
+	p.mu.Lock()
+	state, err := p.txn.state, p.txn.err
+	p.mu.Unlock()
+	switch {
+	case state != txnFailed:
+		return nil
+	case !errors.Is(err, ErrProducerFenced):
+		return err
+	}
+	if err := p.initProducerID(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txn.state, p.txn.err = txnReady, nil
+	p.txn.added, p.txn.groups = nil, nil
+	return nil
+}
+
 // initTxn (re)initializes a transactional producer: a new epoch, every
 // sequence back to 0.
 func (p *Producer) initTxn(ctx context.Context) error {

@@ -481,3 +481,46 @@ func TestTransactionStaticMember(t *testing.T) {
 		t.Fatalf("committed offset %d (found %v), want 7", at, ok)
 	}
 }
+
+// TestRecoverAfterTransactionTimeout: a transaction left open past its
+// timeout is aborted by the coordinator, which bumps the producer's
+// epoch; the producer then finds itself fenced, Recover takes the
+// transactional id back (KIP-360), and the next transaction commits. The
+// timed-out transaction's records are never visible.
+func TestRecoverAfterTransactionTimeout(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-timeout", TransactionTimeout: time.Second})
+	if err := p.Recover(ctx); err != nil {
+		t.Fatalf("Recover of a producer that is not fenced: %v, want nil", err)
+	}
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("late", 5)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the transaction timeout
+	if err := p.Commit(ctx); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("Commit of a transaction past its timeout: %v, want ErrProducerFenced (the coordinator bumped the epoch)", err)
+	}
+	if err := p.Begin(ctx); !errors.Is(err, ErrProducerFenced) {
+		t.Fatalf("Begin of a fenced producer: %v, want ErrProducerFenced", err)
+	}
+	if err := p.Recover(ctx); err != nil {
+		t.Fatalf("Recover after a transaction timeout: %v", err)
+	}
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("next", 5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(consume(t, c.Addrs, "out", 5, true)); !slices.Equal(got, wantValues("next", 5)) {
+		t.Fatalf("read_committed read %v, want only the next transaction's records", got)
+	}
+}
