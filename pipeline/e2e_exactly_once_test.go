@@ -88,24 +88,69 @@ func produceInput(t *testing.T, c *kafkatest.Kafka, topic string, partitions int
 	}
 }
 
-func exactlyOnceConfig(c *kafkatest.Kafka, group string, topics ...string) pipeline.Config {
-	cfg := fastConfig(c, group, topics...)
-	cfg.Guarantee = pipeline.ExactlyOnce
-	cfg.TransactionTimeout = 10 * time.Second
-	return cfg
+// eosCopy is an exactly_once pipeline copying topic in to topic out, and
+// what a test checks of it.
+type eosCopy struct {
+	c                *kafkatest.Kafka
+	in, out, group   string
+	partitions       int32
+	per              int
+	cfg              pipeline.Config
+	abortedPositions atomic.Int32 // transaction_aborted resets seen
 }
 
-func waitCommitted(t *testing.T, c *kafkatest.Kafka, group, topic string, partitions int32, want int64) {
+// newEOSCopy creates the topics of a copy of partitions×per records.
+func newEOSCopy(t *testing.T, c *kafkatest.Kafka, name string, partitions int32, per int) *eosCopy {
+	t.Helper()
+	e := &eosCopy{c: c, in: c.Name(name + "-in"), out: c.Name(name + "-out"), group: c.Name("g-" + name),
+		partitions: partitions, per: per}
+	c.CreateTopic(t, e.in, partitions)
+	c.CreateTopic(t, e.out, partitions)
+	e.cfg = fastConfig(c, e.group, e.in)
+	e.cfg.Guarantee = pipeline.ExactlyOnce
+	e.cfg.TransactionTimeout = 10 * time.Second
+	return e
+}
+
+// start runs a member of the copy; wrap, if set, wraps its copy stage.
+func (e *eosCopy) start(t *testing.T, wrap func(stages.Stage) stages.Stage) *running {
+	t.Helper()
+	out, err := pipeline.NewOutputs(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = out.Close() })
+	st := copyStage(t, out, e.out)
+	if wrap != nil {
+		st = wrap(st)
+	}
+	return start(t, e.cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", st),
+		pipeline.OnReset(func(ev offsetstore.ResetEvent) {
+			if ev.Reason == offsetstore.ReasonTransactionAborted {
+				e.abortedPositions.Add(1)
+			}
+		}))
+}
+
+// finish waits until every input offset is committed, stops the members
+// and checks the output, read read_committed, holds each record once.
+func (e *eosCopy) finish(t *testing.T, members ...*running) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "every offset committed", func() bool {
-		got := c.Committed(t, group, topic)
-		for p := range partitions {
-			if got[p] != want {
+		got := e.c.Committed(t, e.group, e.in)
+		for p := range e.partitions {
+			if got[p] != int64(e.per) {
 				return false
 			}
 		}
 		return true
 	})
+	for _, r := range members {
+		if err := r.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkExactlyOnce(t, readCommitted(t, e.c, e.out, int(e.partitions)*e.per), e.partitions, e.per)
 }
 
 // Every record's output is written once and committed with its offset.
@@ -114,23 +159,9 @@ func TestExactlyOnceCopiesEveryRecordOnce(t *testing.T) {
 }
 
 func exactlyOnceCopiesEveryRecordOnce(t *testing.T, c *kafkatest.Kafka) {
-	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos")
-	const partitions, per = 3, 300
-	c.CreateTopic(t, in, partitions)
-	c.CreateTopic(t, outT, partitions)
-	produceInput(t, c, in, partitions, per)
-	cfg := exactlyOnceConfig(c, group, in)
-	out, err := pipeline.NewOutputs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	r := start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", copyStage(t, out, outT)))
-	waitCommitted(t, c, group, in, partitions, per)
-	if err := r.shutdown(t); err != nil {
-		t.Fatal(err)
-	}
-	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
+	e := newEOSCopy(t, c, "eos", 3, 300)
+	produceInput(t, c, e.in, e.partitions, e.per)
+	e.finish(t, e.start(t, nil))
 }
 
 // A transaction whose offsets cannot be added in time is aborted: its
@@ -141,10 +172,7 @@ func TestExactlyOnceAbortedTransactionIsRedone(t *testing.T) {
 }
 
 func exactlyOnceAbortedTransactionIsRedone(t *testing.T, c *kafkatest.Kafka) {
-	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-abort")
-	const partitions, per = 2, 200
-	c.CreateTopic(t, in, partitions)
-	c.CreateTopic(t, outT, partitions)
+	e := newEOSCopy(t, c, "eos-abort", 2, 200)
 	var held atomic.Int32
 	c.Intercept(t, kmsg.TxnOffsetCommit, func(int32, kmsg.Request) kafkatest.Action {
 		if held.Add(1) == 1 {
@@ -154,28 +182,11 @@ func exactlyOnceAbortedTransactionIsRedone(t *testing.T, c *kafkatest.Kafka) {
 		}
 		return kafkatest.Action{}
 	})
-	produceInput(t, c, in, partitions, per)
-	cfg := exactlyOnceConfig(c, group, in)
-	out, err := pipeline.NewOutputs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	var aborted atomic.Int32
-	r := start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", copyStage(t, out, outT)),
-		pipeline.OnReset(func(e offsetstore.ResetEvent) {
-			if e.Reason == offsetstore.ReasonTransactionAborted {
-				aborted.Add(1)
-			}
-		}))
-	waitCommitted(t, c, group, in, partitions, per)
-	if err := r.shutdown(t); err != nil {
-		t.Fatal(err)
-	}
-	if aborted.Load() == 0 {
+	produceInput(t, c, e.in, e.partitions, e.per)
+	e.finish(t, e.start(t, nil))
+	if e.abortedPositions.Load() == 0 {
 		t.Errorf("no transaction_aborted reset reported (TxnOffsetCommit requests: %d)", held.Load())
 	}
-	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
 }
 
 // Members join and leave while records flow: every revoke commits the
@@ -187,15 +198,12 @@ func TestExactlyOnceThroughRebalances(t *testing.T) {
 }
 
 func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
-	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-rebalance")
-	const partitions, per = 4, 600
-	c.CreateTopic(t, in, partitions)
-	c.CreateTopic(t, outT, partitions)
+	e := newEOSCopy(t, c, "eos-rebalance", 4, 600)
 	produced := make(chan error, 1)
 	go func() {
-		for i := 0; i < per; i += 20 {
-			for p := range int32(partitions) {
-				if err := c.ProduceE(in, p, 20, 20, func(j int) []byte { return []byte(fmt.Sprintf("p%d-%d", p, i+j)) }); err != nil {
+		for i := 0; i < e.per; i += 20 {
+			for p := range e.partitions {
+				if err := c.ProduceE(e.in, p, 20, 20, func(j int) []byte { return []byte(fmt.Sprintf("p%d-%d", p, i+j)) }); err != nil {
 					produced <- err
 					return
 				}
@@ -204,33 +212,18 @@ func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
 		}
 		produced <- nil
 	}()
-	cfg := exactlyOnceConfig(c, group, in)
-	member := func() *running {
-		out, err := pipeline.NewOutputs(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = out.Close() })
-		return start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", copyStage(t, out, outT)))
-	}
-	a := member()
+	a := e.start(t, nil)
 	time.Sleep(800 * time.Millisecond)
-	b := member() // a cooperative rebalance: a gives b some partitions
+	b := e.start(t, nil) // a cooperative rebalance: a gives b some partitions
 	time.Sleep(800 * time.Millisecond)
 	if err := a.shutdown(t); err != nil { // b takes them all
 		t.Fatal(err)
 	}
-	a2 := member() // and gives some back
+	a2 := e.start(t, nil) // and gives some back
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	waitCommitted(t, c, group, in, partitions, per)
-	for _, r := range []*running{a2, b} {
-		if err := r.shutdown(t); err != nil {
-			t.Fatal(err)
-		}
-	}
-	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
+	e.finish(t, a2, b)
 }
 
 // A transaction held open past transaction_timeout (a stage call that
@@ -240,40 +233,21 @@ func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
 // holds each record once.
 func TestExactlyOnceTransactionTimeoutRecovers(t *testing.T) {
 	c := kafkatest.New(t, 1).Kafka
-	in, outT, group := c.Name("in"), c.Name("out"), c.Name("g-eos-timeout")
-	const partitions, per = 2, 100
-	c.CreateTopic(t, in, partitions)
-	c.CreateTopic(t, outT, partitions)
-	produceInput(t, c, in, partitions, per)
-	cfg := exactlyOnceConfig(c, group, in)
-	cfg.TransactionTimeout = time.Second
-	out, err := pipeline.NewOutputs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	write := copyStage(t, out, outT)
+	e := newEOSCopy(t, c, "eos-timeout", 2, 100)
+	e.cfg.TransactionTimeout = time.Second
+	produceInput(t, c, e.in, e.partitions, e.per)
 	var slow atomic.Bool
-	stall := stageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
-		recs, err := write.Process(ctx, in)
-		if err == nil && slow.CompareAndSwap(false, true) {
-			time.Sleep(2500 * time.Millisecond) // its outputs are written; the transaction outlives its timeout
-		}
-		return recs, err
-	})
-	var aborted atomic.Int32
-	r := start(t, cfg, pipeline.WithOutputs(out), pipeline.WithStage("copy", stall),
-		pipeline.OnReset(func(e offsetstore.ResetEvent) {
-			if e.Reason == offsetstore.ReasonTransactionAborted {
-				aborted.Add(1)
+	r := e.start(t, func(write stages.Stage) stages.Stage {
+		return stageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+			recs, err := write.Process(ctx, in)
+			if err == nil && slow.CompareAndSwap(false, true) {
+				time.Sleep(2500 * time.Millisecond) // its outputs are written; the transaction outlives its timeout
 			}
-		}))
-	waitCommitted(t, c, group, in, partitions, per)
-	if err := r.shutdown(t); err != nil {
-		t.Fatal(err)
-	}
-	if aborted.Load() == 0 {
+			return recs, err
+		})
+	})
+	e.finish(t, r)
+	if e.abortedPositions.Load() == 0 {
 		t.Error("no transaction_aborted reset: the stalled transaction was committed")
 	}
-	checkExactlyOnce(t, readCommitted(t, c, outT, partitions*per), partitions, per)
 }

@@ -250,11 +250,16 @@ func (p *Producer) Recover(ctx context.Context) error {
 	if err := p.initProducerID(ctx); err != nil {
 		return err
 	}
+	p.ready()
+	return nil
+}
+
+// ready marks the transaction over: the producer may Begin again.
+func (p *Producer) ready() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.txn.state, p.txn.err = txnReady, nil
 	p.txn.added, p.txn.groups = nil, nil
-	return nil
 }
 
 // initTxn (re)initializes a transactional producer: a new epoch, every
@@ -541,10 +546,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 			return err
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.txn.state, p.txn.err = txnReady, nil
-	p.txn.added, p.txn.groups = nil, nil
+	p.ready()
 	return nil
 }
 
