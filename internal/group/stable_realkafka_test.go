@@ -18,16 +18,7 @@ import (
 // transaction's markers are written, a window kfake does not have.
 func TestRealKafkaRequireStable(t *testing.T) {
 	k := kafkatest.FromReal(t, kafkatest.StartReal(t, realkafka.Options{}))
-	for i, tc := range []struct {
-		name          string
-		protocol      string
-		requireStable bool
-	}{
-		{"classic/require stable", ProtocolClassic, true},
-		{"classic/without", ProtocolClassic, false},
-		{"consumer/require stable", ProtocolConsumer, true},
-		{"consumer/without", ProtocolConsumer, false},
-	} {
+	for i, tc := range requireStableCases {
 		t.Run(tc.name, func(t *testing.T) {
 			k := k.Named(fmt.Sprintf("stable%d.", i))
 			cfg := func(group, topic string) Config {

@@ -254,20 +254,23 @@ func stableScenario(t *testing.T, k *kafkatest.Kafka, cfg func(group, topic stri
 	}
 }
 
+// requireStableCases are both protocols, with and without RequireStable.
+var requireStableCases = []struct {
+	name          string
+	protocol      string
+	requireStable bool
+}{
+	{"classic/require stable", ProtocolClassic, true},
+	{"classic/without", ProtocolClassic, false},
+	{"consumer/require stable", ProtocolConsumer, true},
+	{"consumer/without", ProtocolConsumer, false},
+}
+
 // kfake answers UNSTABLE_OFFSET_COMMIT to a RequireStable fetch of a group
 // any open transaction has offsets for (all its partitions; Apache Kafka
 // only those with pending offsets).
 func TestRequireStableWaitsForPendingTransaction(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		protocol      string
-		requireStable bool
-	}{
-		{"classic/require stable", ProtocolClassic, true},
-		{"classic/without", ProtocolClassic, false},
-		{"consumer/require stable", ProtocolConsumer, true},
-		{"consumer/without", ProtocolConsumer, false},
-	} {
+	for _, tc := range requireStableCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var c *kafkatest.Cluster
 			if tc.protocol == ProtocolConsumer {
