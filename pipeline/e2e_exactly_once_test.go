@@ -224,6 +224,10 @@ func exactlyOnceThroughRebalances(t *testing.T, c *kafkatest.Kafka) {
 		t.Fatal(err)
 	}
 	e.finish(t, a2, b)
+	// graceful rebalances commit their transactions: none aborts
+	if n := e.abortedPositions.Load(); n > 0 {
+		t.Errorf("%d partitions went back to their committed offsets (transaction_aborted) in graceful rebalances", n)
+	}
 }
 
 // A transaction held open past transaction_timeout (a stage call that

@@ -35,10 +35,11 @@ func (s *txnStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 		tps[i] = e.Partition
 		offs[i] = produce.Offset{Topic: e.Partition.Topic, Partition: e.Partition.Partition, Offset: e.Offset, LeaderEpoch: e.LeaderEpoch}
 	}
+	// The member's current generation: a cooperative rebalance may have
+	// moved it on since this store's, and a partition it still owns is
+	// still its to commit (the coordinator learns of the new generation
+	// a moment later). One it lost fails here, and the transaction aborts.
 	gen, memberID, instanceID, err := s.gm.Identity(tps)
-	if err == nil && offsets.Generation(gen) != s.gen {
-		err = fmt.Errorf("the member moved from generation %d to %d: %w", s.gen, gen, offsets.ErrGenerationEnded)
-	}
 	if err == nil {
 		member := produce.GroupMember{Group: s.group, Generation: gen, MemberID: memberID, InstanceID: instanceID}
 		err = s.prod.SendOffsets(ctx, member, offs)

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/group"
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/produce"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+)
+
+// A cooperative rebalance moves the member to a new generation a moment
+// before the coordinator hears of it: a transaction committed through the
+// old generation's store, for partitions the member keeps, commits under
+// the member's current generation instead of aborting. One for a
+// partition the member no longer owns aborts.
+func TestTxnStoreCommitsKeptPartitionsAcrossGenerations(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "in", 4)
+	c.CreateTopic(t, "out", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	join := func(name string) (*group.Member, <-chan group.Assigned) {
+		gm, err := group.New(group.Config{Brokers: c.Addrs, Group: "g", Topics: []string{"in"}, ClientID: name,
+			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		assigned := make(chan group.Assigned, 16)
+		done := make(chan struct{})
+		go func() { _ = gm.Run(ctx); close(done) }()
+		go func() {
+			for ev := range gm.Events() {
+				switch e := ev.(type) {
+				case group.Assigned:
+					assigned <- e
+				case group.Revoke:
+					e.Done()
+				}
+			}
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		return gm, assigned
+	}
+	a, aAssigned := join("a")
+	first := <-aAssigned
+	if len(first.Partitions) != 4 {
+		t.Fatalf("a was assigned %d partitions, want 4", len(first.Partitions))
+	}
+	tr := &kafka.Transport{MetadataTTL: 200 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	prod := produce.New(kafkawire.New(tr, kafka.TCP(c.Addrs...)), produce.Config{TransactionalID: "g-a"})
+	if err := prod.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store := &txnStore{prod: prod, gm: a, group: "g", gen: first.Generation}
+
+	_, _ = join("b") // a keeps two partitions, under a new generation
+	var kept, moved []offsetstore.TopicPartition
+	deadline := time.After(20 * time.Second)
+	for kept == nil {
+		select {
+		case e := <-aAssigned:
+			if e.Generation == first.Generation {
+				continue
+			}
+		case <-deadline:
+			t.Fatal("no new generation for a")
+		case <-time.After(50 * time.Millisecond):
+		}
+		gen, _, _, err := a.Identity(nil)
+		if err != nil || offsets.Generation(gen) == first.Generation {
+			continue
+		}
+		for _, p := range first.Partitions {
+			if _, _, _, err := a.Identity([]offsetstore.TopicPartition{p.TopicPartition}); err == nil {
+				kept = append(kept, p.TopicPartition)
+			} else {
+				moved = append(moved, p.TopicPartition)
+			}
+		}
+		if len(moved) == 0 {
+			kept = nil // the second round has not moved anything yet
+		}
+	}
+	entries := []offsets.CommitEntry{{Partition: kept[0], Offset: 7, LeaderEpoch: -1}}
+	if err := store.Commit(ctx, offsets.NewCommitRequest(first.Generation, entries)); err != nil {
+		t.Fatalf("commit of kept %s through generation %d's store: %v", kept[0], first.Generation, err)
+	}
+	if got := c.Committed(t, "g", "in"); got[kept[0].Partition] != 7 {
+		t.Fatalf("committed %v, want %s at 7", got, kept[0])
+	}
+	entries = []offsets.CommitEntry{{Partition: moved[0], Offset: 9, LeaderEpoch: -1}}
+	err := store.Commit(ctx, offsets.NewCommitRequest(first.Generation, entries))
+	if !errors.Is(err, offsets.ErrTransactionAborted) {
+		t.Fatalf("commit of moved %s: %v, want the transaction aborted", moved[0], err)
+	}
+}
