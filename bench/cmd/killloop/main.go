@@ -20,12 +20,15 @@
 //     their records again), then wakes it with SIGCONT. The instance
 //     wakes believing it still owns them, in the middle of a transaction
 //     (exactly_once) that holds outputs of records another member now
-//     owns. Its commit must fail (KIP-447: the transaction's offset commit
-//     carries a generation that ended) and the transaction abort. The
-//     report says, per pause, how many members the group had when it
-//     woke and what the instance's log says it did after waking: the
-//     partitions it rewound with reason transaction_aborted, whether it
-//     saw its partitions lost, whether a commit was refused, and why.
+//     owns. It must not commit them: either its member sees on waking
+//     that its session ended (partitions lost: the transaction aborts),
+//     or its offset commit, which carries a generation that ended, is
+//     refused by the group coordinator (KIP-447) and the transaction
+//     aborts. The report says, per pause, how many members the group had
+//     when it woke and what the instance's log says it did after waking:
+//     whether it saw its partitions lost, the commits refused, the
+//     partitions it rewound with reason transaction_aborted, and why. At
+//     least once, the same pause shows the duplicates a zombie causes.
 //
 // With -kill-broker (Apache Kafka, 3 nodes) it also SIGKILLs one node
 // once, halfway through the restarts: the transaction coordinator of the
@@ -46,12 +49,12 @@
 //
 // With -guarantee exactly_once the reader reads "out" read_committed (what
 // the guarantee promises is what such readers see), and the run ends once
-// every transaction ended. The report then adds the longest time the
-// records of one input partition took to reach the reader: a killed
-// dynamic instance's open transaction holds read_committed readers of its
-// output partitions back until the broker aborts it at
-// -transaction-timeout; a static one (-membership static) is fenced as
-// soon as it is restarted.
+// every transaction ended. In kill and zombie modes the report gives the
+// longest time records of one input partition did not reach the reader:
+// at exactly_once, a killed dynamic instance's open transaction holds
+// read_committed readers of its output partitions back until the broker
+// aborts it at -transaction-timeout; a static one (-membership static) is
+// fenced as soon as it is restarted.
 //
 //	go run ./bench/cmd/killloop -kills 20 -interval 3s -rate 2000
 //	go run ./bench/cmd/killloop -mode rolling -kafka 3node -instances 3 -partitions 64 -membership static
@@ -68,10 +71,9 @@
 //
 // In kill and zombie modes the group's session timeout is short
 // (-session-timeout, 1s), so that the partitions of a killed or paused
-// instance move within a second
-// rather than after the default 30s, which would leave the group
-// rebalancing through most of a 3s kill interval. In rolling mode it is
-// 10s: a static instance must be back within it.
+// instance move within a second rather than after the default 30s, which
+// would leave the group rebalancing through most of a 3s kill interval.
+// In rolling mode it is 10s: a static instance must be back within it.
 package main
 
 import (
@@ -837,8 +839,12 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		row("broker node killed (SIGKILL, once), down until it served again", "node %d, %v", bk.node, bk.down.Round(100*time.Millisecond))
 		row("duplicates seen from the broker kill to the next "+what, "%d", r.brokerDups)
 	}
-	if o.mode != "rolling" && r.longestStall > 0 {
-		row(fmt.Sprintf("longest time one input partition's records did not reach the reader (gaps over %v)", stallAfter(o)), "%v", r.longestStall.Round(10*time.Millisecond))
+	if o.mode != "rolling" {
+		longest := "none"
+		if r.longestStall > 0 {
+			longest = r.longestStall.Round(10 * time.Millisecond).String()
+		}
+		row(fmt.Sprintf("longest time one input partition's records did not reach the reader (gaps over %v)", stallAfter(o)), "%s", longest)
 	}
 	if o.mode == "rolling" {
 		var revoked int64
