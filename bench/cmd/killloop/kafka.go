@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -297,4 +298,43 @@ func stable(ctx context.Context, adm *kadm.Client, topic string) (bool, error) {
 		}
 	})
 	return ok, nil
+}
+
+// countRecords reads topic from the start at the given isolation level
+// and returns how many records it holds, once no record came for
+// quietFor (every writer has stopped). Read uncommitted, a topic written
+// transactionally holds the records of aborted transactions too.
+func countRecords(ctx context.Context, addrs []string, topic string, isolation kgo.IsolationLevel, quietFor time.Duration) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var n int64
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, quietFor)
+		fs := cl.PollFetches(pctx)
+		quiet := pctx.Err() != nil
+		pcancel()
+		if ctx.Err() != nil {
+			return n, fmt.Errorf("counting the records of %q: no quiet %v within a minute: %w", topic, quietFor, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, e error) {
+			if !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
+				ferr = fmt.Errorf("counting the records of %s/%d: %w", t, p, e)
+			}
+		})
+		if ferr != nil {
+			return n, ferr
+		}
+		got := fs.NumRecords()
+		n += int64(got)
+		if got == 0 && quiet {
+			return n, nil
+		}
+	}
 }

@@ -49,7 +49,10 @@
 //
 // With -guarantee exactly_once the reader reads "out" read_committed (what
 // the guarantee promises is what such readers see), and the run ends once
-// every transaction ended. In kill and zombie modes the report gives the
+// every transaction ended; it then reads "out" read uncommitted too, and
+// reports the records of aborted transactions: outputs that a killed or
+// fenced instance wrote and no read_committed reader saw. In kill and
+// zombie modes the report gives the
 // longest time records of one input partition did not reach the reader:
 // at exactly_once, a killed dynamic instance's open transaction holds
 // read_committed readers of its output partitions back until the broker
@@ -300,6 +303,9 @@ type result struct {
 	// -kill-broker
 	brokerKill *brokerKill
 	brokerDups int64 // duplicates seen from the broker kill to the next restart
+	// exactly_once: records in "out" of aborted transactions (read
+	// uncommitted, not read committed)
+	aborted int64
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -570,6 +576,14 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	stopReading()
 	<-readDone
 	m.count(t, res)
+	if o.guarantee == "exactly_once" {
+		// what read_committed readers never saw: aborted outputs
+		all, err := countRecords(ctx, m.addrs, outputT, kgo.ReadUncommitted(), 2*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		res.aborted = all - res.outRecord
+	}
 	for _, z := range res.zombies {
 		if err := z.readLog(); err != nil {
 			res.problems = append(res.problems, fmt.Sprintf("reading the log of %s: %v", z.name, err))
@@ -801,6 +815,9 @@ func (r *result) print(w io.Writer, o options, args []string) {
 	row("unique ids in `out`", "%d", r.unique)
 	row("missing ids", "%d", r.missing)
 	row("duplicates (`out` records − unique ids)", "%d", r.dups)
+	if o.guarantee == "exactly_once" {
+		row("records of aborted transactions in `out` (read uncommitted, not committed)", "%d", r.aborted)
+	}
 	what := "kill"
 	switch o.mode {
 	case "rolling":
