@@ -89,6 +89,8 @@ func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 type tally struct {
 	mu      sync.Mutex
 	count   []uint32        // times each id was seen
+	at      []int64         // where each id was first seen: partition<<48 | offset
+	dupsAt  []string        // the first duplicates: the id, where each copy is
 	records int64           // every record read
 	unknown int64           // records whose value is not an id
 	pos     map[int32]int64 // next offset to read, per partition
@@ -197,10 +199,19 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 			for int64(len(t.count)) <= id {
 				t.count = append(t.count, make([]uint32, len(t.count)+1024)...)
 			}
+			for int64(len(t.at)) <= id {
+				t.at = append(t.at, make([]int64, len(t.at)+1024)...)
+			}
 			t.count[id]++
 			if t.count[id] > 1 {
 				t.byPhase[t.phase.Load()]++
+				if len(t.dupsAt) < 10 {
+					first := t.at[id]
+					t.dupsAt = append(t.dupsAt, fmt.Sprintf("id %d at %s/%d@%d and %s/%d@%d",
+						id, r.Topic, first>>48, first&(1<<48-1), r.Topic, r.Partition, r.Offset))
+				}
 			} else {
+				t.at[id] = int64(r.Partition)<<48 | r.Offset
 				t.firstSeen(id, now)
 			}
 		})

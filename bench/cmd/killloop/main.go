@@ -38,7 +38,8 @@
 // After the last restart it stops the producer, waits for the group to
 // commit everything, stops the instances with SIGTERM, reads all of "out"
 // with a client of its own (no group) and reports records produced,
-// unique ids, missing ids (a lost record: exit status 1), duplicates per
+// unique ids, missing ids (a lost record: exit status 1), duplicates (at
+// exactly_once, any is a failure too: exit status 1), duplicates per
 // restart, and for rolling restarts the partitions the instances that
 // were not restarting gave up, and how long each input partition went
 // without a record processed.
@@ -269,6 +270,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			res.missing, res.produced, inputT, outputT, res.firstMissing, res.unknown, outputT, procs.logs())
 		return 1
 	}
+	if o.guarantee == "exactly_once" && res.dups > 0 {
+		keep = true
+		fmt.Fprintf(stderr, "\nkillloop: DUPLICATES AT EXACTLY_ONCE: %d records in %q (read read_committed) repeat an id (%s)\nlogs:\n%s",
+			res.dups, outputT, strings.Join(res.firstDups, "; "), procs.logs())
+		return 1
+	}
 	return 0
 }
 
@@ -291,8 +298,9 @@ type result struct {
 	produced, inRecords, outRecord int64
 	unique, missing, unknown, dups int64
 	firstMissing                   []int64
-	perKill                        []int64 // duplicates attributed to each restart
-	before, after                  int64   // duplicates seen before the first restart, after SIGTERM
+	firstDups                      []string // the first duplicates, where each copy is
+	perKill                        []int64  // duplicates attributed to each restart
+	before, after                  int64    // duplicates seen before the first restart, after SIGTERM
 	problems                       []string
 	// rolling restarts
 	revokedByOthers []int64         // per restart: partitions the other instances gave up
@@ -707,6 +715,7 @@ func (m *measurement) count(t *tally, res *result) {
 		}
 	}
 	res.dups = res.outRecord - res.unknown - res.unique
+	res.firstDups = t.dupsAt
 	res.before = t.byPhase[0]
 	res.after = t.byPhase[int64(m.restarts())+1]
 	res.brokerDups = t.byPhase[brokerPhase]
@@ -881,6 +890,9 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		fmt.Fprintf(w, "\npartitions given up by the others, per restart: %v\n", r.revokedByOthers)
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
+	if len(r.firstDups) > 0 {
+		fmt.Fprintf(w, "first duplicates: %s\n", strings.Join(r.firstDups, "; "))
+	}
 	for i, z := range r.zombies {
 		fmt.Fprintf(w, "pause %d: %s\n", i+1, z.summary())
 	}
