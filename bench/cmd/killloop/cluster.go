@@ -55,6 +55,7 @@ func (m *measurement) startCluster(ctx context.Context) error {
 		return fmt.Errorf("starting Apache Kafka: %w", err)
 	}
 	m.stopCluster = c.Stop
+	m.cluster = c
 	m.addrs = c.Addrs
 	return nil
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -88,6 +89,8 @@ func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 type tally struct {
 	mu      sync.Mutex
 	count   []uint32        // times each id was seen
+	at      []int64         // where each id was first seen: partition<<48 | offset
+	dupsAt  []string        // the first duplicates: the id, where each copy is
 	records int64           // every record read
 	unknown int64           // records whose value is not an id
 	pos     map[int32]int64 // next offset to read, per partition
@@ -196,10 +199,19 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 			for int64(len(t.count)) <= id {
 				t.count = append(t.count, make([]uint32, len(t.count)+1024)...)
 			}
+			for int64(len(t.at)) <= id {
+				t.at = append(t.at, make([]int64, len(t.at)+1024)...)
+			}
 			t.count[id]++
 			if t.count[id] > 1 {
 				t.byPhase[t.phase.Load()]++
+				if len(t.dupsAt) < 10 {
+					first := t.at[id]
+					t.dupsAt = append(t.dupsAt, fmt.Sprintf("id %d at %s/%d@%d and %s/%d@%d",
+						id, r.Topic, first>>48, first&(1<<48-1), r.Topic, r.Partition, r.Offset))
+				}
 			} else {
+				t.at[id] = int64(r.Partition)<<48 | r.Offset
 				t.firstSeen(id, now)
 			}
 		})
@@ -297,4 +309,43 @@ func stable(ctx context.Context, adm *kadm.Client, topic string) (bool, error) {
 		}
 	})
 	return ok, nil
+}
+
+// countRecords reads topic from the start at the given isolation level
+// and returns how many records it holds, once no record came for
+// quietFor (every writer has stopped). Read uncommitted, a topic written
+// transactionally holds the records of aborted transactions too.
+func countRecords(ctx context.Context, addrs []string, topic string, isolation kgo.IsolationLevel, quietFor time.Duration) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var n int64
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, quietFor)
+		fs := cl.PollFetches(pctx)
+		quiet := pctx.Err() != nil
+		pcancel()
+		if ctx.Err() != nil {
+			return n, fmt.Errorf("counting the records of %q: no quiet %v within a minute: %w", topic, quietFor, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, e error) {
+			if !errors.Is(e, context.DeadlineExceeded) && !errors.Is(e, context.Canceled) {
+				ferr = fmt.Errorf("counting the records of %s/%d: %w", t, p, e)
+			}
+		})
+		if ferr != nil {
+			return n, ferr
+		}
+		got := fs.NumRecords()
+		n += int64(got)
+		if got == 0 && quiet {
+			return n, nil
+		}
+	}
 }

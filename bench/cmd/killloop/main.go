@@ -13,22 +13,57 @@
 //   - kill: every interval (±20%, from -seed) it SIGKILLs one instance,
 //     in turn, and restarts it at once;
 //   - rolling: it restarts every instance in turn, gracefully (SIGTERM,
-//     wait for the exit, start again), -interval apart, as a deploy does.
+//     wait for the exit, start again), -interval apart, as a deploy does;
+//   - zombie: every interval it pauses one instance, in turn, with
+//     SIGSTOP for -pause (longer than the session timeout: the group
+//     removes it and its partitions move to the others, which process
+//     their records again), then wakes it with SIGCONT. The instance
+//     wakes believing it still owns them, in the middle of a transaction
+//     (exactly_once) that holds outputs of records another member now
+//     owns. It must not commit them: either its member sees on waking
+//     that its session ended (partitions lost: the transaction aborts),
+//     or its offset commit, which carries a generation that ended, is
+//     refused by the group coordinator (KIP-447) and the transaction
+//     aborts. The report says, per pause, how many members the group had
+//     when it woke and what the instance's log says it did after waking:
+//     whether it saw its partitions lost, the commits refused, the
+//     partitions it rewound with reason transaction_aborted, and why. At
+//     least once, the same pause shows the duplicates a zombie causes.
+//
+// With -kill-broker (Apache Kafka, 3 nodes) it also SIGKILLs one node
+// once, halfway through the restarts: the transaction coordinator of the
+// first instance (exactly_once) or the leader of partition 0 of "out",
+// keeps it down for -interval while records flow, and restarts it.
 //
 // After the last restart it stops the producer, waits for the group to
 // commit everything, stops the instances with SIGTERM, reads all of "out"
 // with a client of its own (no group) and reports records produced,
-// unique ids, missing ids (a lost record: exit status 1), duplicates per
+// unique ids, missing ids (a lost record: exit status 1), duplicates (at
+// exactly_once, any is a failure too: exit status 1), duplicates per
 // restart, and for rolling restarts the partitions the instances that
 // were not restarting gave up, and how long each input partition went
 // without a record processed.
 //
-// A duplicate is attributed to the restart that preceded the moment the
-// reader saw it; the reader follows "out" live, so that is the restart
-// whose uncommitted records were processed again.
+// A duplicate is attributed to the restart (or pause) that preceded the
+// moment the reader saw it; the reader follows "out" live, so that is the
+// restart whose uncommitted records were processed again.
+//
+// With -guarantee exactly_once the reader reads "out" read_committed (what
+// the guarantee promises is what such readers see), and the run ends once
+// every transaction ended; it then reads "out" read uncommitted too, and
+// reports the records of aborted transactions: outputs that a killed or
+// fenced instance wrote and no read_committed reader saw. In kill and
+// zombie modes the report gives the
+// longest time records of one input partition did not reach the reader:
+// at exactly_once, a killed dynamic instance's open transaction holds
+// read_committed readers of its output partitions back until the broker
+// aborts it at -transaction-timeout; a static one (-membership static) is
+// fenced as soon as it is restarted.
 //
 //	go run ./bench/cmd/killloop -kills 20 -interval 3s -rate 2000
 //	go run ./bench/cmd/killloop -mode rolling -kafka 3node -instances 3 -partitions 64 -membership static
+//	go run ./bench/cmd/killloop -mode zombie -kills 3 -guarantee exactly_once
+//	go run ./bench/cmd/killloop -kafka 3node -instances 3 -kills 4 -kill-broker -guarantee exactly_once
 //
 // -membership chooses how the instances are in the group: eager (assignor
 // range), cooperative (cooperative-sticky, the default), static
@@ -38,11 +73,11 @@
 // franz (not the processor: a franz-go consumer with cooperative-sticky,
 // copying at-least-once with marked commits, for comparison).
 //
-// In kill mode the group's session timeout is short (-session-timeout,
-// 1s), so that the partitions of a killed instance move within a second
-// rather than after the default 30s, which would leave the group
-// rebalancing through most of a 3s kill interval. In rolling mode it is
-// 10s: a static instance must be back within it.
+// In kill and zombie modes the group's session timeout is short
+// (-session-timeout, 1s), so that the partitions of a killed or paused
+// instance move within a second rather than after the default 30s, which
+// would leave the group rebalancing through most of a 3s kill interval.
+// In rolling mode it is 10s: a static instance must be back within it.
 package main
 
 import (
@@ -64,6 +99,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/realkafka"
 )
 
 const (
@@ -84,13 +121,15 @@ const (
 // options are the command-line flags.
 type options struct {
 	processor      string
-	mode           string // kill or rolling
+	mode           string // kill, rolling or zombie
 	kafka          string // embedded, 1node or 3node
 	membership     string
 	instances      int
 	rate           int
-	kills          int
+	kills          int // kill and zombie modes: SIGKILLs or pauses
 	interval       time.Duration
+	pause          time.Duration // zombie mode: how long an instance stays stopped
+	killBroker     bool          // SIGKILL one Apache Kafka node once, and restart it
 	partitions     int
 	commitInterval string
 	guarantee      string // at_least_once or exactly_once
@@ -106,12 +145,14 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("killloop", flag.ContinueOnError)
 	fs.StringVar(&o.processor, "processor", "", "processor binary `PATH` (default: go build ./cmd/processor into the temp dir)")
-	fs.StringVar(&o.mode, "mode", "kill", "kill (SIGKILL an instance every interval) or rolling (restart each instance in turn with SIGTERM)")
+	fs.StringVar(&o.mode, "mode", "kill", "kill (SIGKILL an instance every interval), rolling (restart each instance in turn with SIGTERM) or zombie (SIGSTOP an instance past its session timeout, then SIGCONT)")
 	fs.StringVar(&o.kafka, "kafka", "embedded", "the broker: embedded (processor broker), or Apache Kafka with 1node or 3node (needs Java and Maven)")
 	fs.StringVar(&o.membership, "membership", cooperative, "eager, cooperative, static, consumer (KIP-848), or franz (a franz-go consumer instead of the processor)")
 	fs.IntVar(&o.instances, "instances", 2, "instances in the group")
 	fs.IntVar(&o.rate, "rate", 2000, "records per second produced to \"in\"")
-	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other")
+	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other; zombie mode: pauses")
+	fs.DurationVar(&o.pause, "pause", 0, "zombie mode: how long an instance stays stopped (default 3 session timeouts; more than -session-timeout, less than -transaction-timeout)")
+	fs.BoolVar(&o.killBroker, "kill-broker", false, "with -kafka 3node: SIGKILL one node once, halfway through, and restart it")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between restarts (kills are jittered by ±20%)")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of \"in\" and \"out\"")
 	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
@@ -134,9 +175,12 @@ func parseFlags(args []string) (options, error) {
 			o.sessionTimeout = 10 * time.Second
 		}
 	}
+	if o.pause == 0 {
+		o.pause = 3 * o.sessionTimeout
+	}
 	switch {
-	case o.mode != "kill" && o.mode != "rolling":
-		return o, fmt.Errorf("-mode %q: want kill or rolling", o.mode)
+	case o.mode != "kill" && o.mode != "rolling" && o.mode != "zombie":
+		return o, fmt.Errorf("-mode %q: want kill, rolling or zombie", o.mode)
 	case o.kafka != "embedded" && o.kafka != "1node" && o.kafka != "3node":
 		return o, fmt.Errorf("-kafka %q: want embedded, 1node or 3node", o.kafka)
 	case !slices.Contains([]string{eager, cooperative, static, consumer, franz}, o.membership):
@@ -152,6 +196,20 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.guarantee == "exactly_once" && o.membership == franz {
 		return o, errors.New("-guarantee exactly_once: the franz comparison consumer is at-least-once only")
+	}
+	if o.mode == "zombie" {
+		if o.pause <= o.sessionTimeout {
+			return o, fmt.Errorf("-pause %v: a pause must outlast -session-timeout (%v), or the group keeps the paused instance and nothing moves", o.pause, o.sessionTimeout)
+		}
+		if o.guarantee == "exactly_once" && o.pause >= o.txnTimeout {
+			return o, fmt.Errorf("-pause %v: a pause must be shorter than -transaction-timeout (%v), or the broker aborts the paused instance's transaction before it wakes and there is no zombie commit to fence", o.pause, o.txnTimeout)
+		}
+	}
+	if o.killBroker && o.kafka != "3node" {
+		return o, fmt.Errorf("-kill-broker needs -kafka 3node (with %s there is no other node to take over)", o.kafka)
+	}
+	if o.killBroker && o.mode == "rolling" {
+		return o, errors.New("-kill-broker: use it with -mode kill or zombie")
 	}
 	if o.commitInterval != "" {
 		if d, err := time.ParseDuration(o.commitInterval); err != nil || d <= 0 {
@@ -212,6 +270,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			res.missing, res.produced, inputT, outputT, res.firstMissing, res.unknown, outputT, procs.logs())
 		return 1
 	}
+	if o.guarantee == "exactly_once" && res.dups > 0 {
+		keep = true
+		fmt.Fprintf(stderr, "\nkillloop: DUPLICATES AT EXACTLY_ONCE: %d records in %q (read read_committed) repeat an id (%s)\nlogs:\n%s",
+			res.dups, outputT, strings.Join(res.firstDups, "; "), procs.logs())
+		return 1
+	}
 	return 0
 }
 
@@ -224,7 +288,8 @@ type measurement struct {
 	bin         string
 	addrs       []string
 	stopCluster func()
-	phase       atomic.Int64 // restarts so far; restarts+1 once the instances are told to stop
+	cluster     *realkafka.Cluster // Apache Kafka, if the run started it
+	phase       atomic.Int64       // restarts so far (brokerPhase after a broker kill); restarts+1 once the instances are told to stop
 }
 
 // result holds the figures of a run.
@@ -233,13 +298,22 @@ type result struct {
 	produced, inRecords, outRecord int64
 	unique, missing, unknown, dups int64
 	firstMissing                   []int64
-	perKill                        []int64 // duplicates attributed to each restart
-	before, after                  int64   // duplicates seen before the first restart, after SIGTERM
+	firstDups                      []string // the first duplicates, where each copy is
+	perKill                        []int64  // duplicates attributed to each restart
+	before, after                  int64    // duplicates seen before the first restart, after SIGTERM
 	problems                       []string
 	// rolling restarts
 	revokedByOthers []int64         // per restart: partitions the other instances gave up
 	stalls          []time.Duration // per input partition: time without a record processed
 	longestStall    time.Duration
+	// zombie mode: per pause
+	zombies []*zombie
+	// -kill-broker
+	brokerKill *brokerKill
+	brokerDups int64 // duplicates seen from the broker kill to the next restart
+	// exactly_once: records in "out" of aborted transactions (read
+	// uncommitted, not read committed)
+	aborted int64
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -332,47 +406,84 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.seed), 0))
-	for k := 1; k <= m.restarts(); k++ {
-		wait := o.interval
-		if o.mode == "kill" {
-			wait = time.Duration(float64(o.interval) * (0.8 + 0.4*rng.Float64()))
-		}
+	// sleep waits d, failing if the run is cancelled or the reader stops.
+	sleep := func(d time.Duration) error {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case err := <-readDone:
-			return nil, fmt.Errorf("the reader of %q stopped: %v", outputT, err)
-		case <-time.After(wait):
+			return fmt.Errorf("the reader of %q stopped: %v", outputT, err)
+		case <-time.After(d):
+			return nil
+		}
+	}
+	jittered := func() time.Duration {
+		if o.mode == "rolling" {
+			return o.interval
+		}
+		return time.Duration(float64(o.interval) * (0.8 + 0.4*rng.Float64()))
+	}
+	// a woken zombie's log is read up to the next pause, broker kill or
+	// the end of production
+	var awake *zombie
+	closeWindow := func() {
+		if awake != nil {
+			awake.to = fileSize(awake.log)
+			awake = nil
+		}
+	}
+	brokerKillAfter := 0
+	if o.killBroker {
+		brokerKillAfter = (m.restarts() + 1) / 2
+	}
+	for k := 1; k <= m.restarts(); k++ {
+		wait := jittered()
+		if err := sleep(wait); err != nil {
+			return nil, err
 		}
 		for _, c := range inst {
 			if !c.running() {
 				return nil, fmt.Errorf("%s exited on its own before restart %d (%v); see %s", c.name, k, c.err, c.log)
 			}
 		}
+		closeWindow()
 		v := inst[(k-1)%len(inst)]
 		before := m.revokedTotals(inst)
 		old := v.child
-		if o.mode == "kill" {
+		switch o.mode {
+		case "zombie":
+			m.phase.Store(int64(k))
+			z, err := m.pauseInstance(ctx, adm, v)
+			if err != nil {
+				return nil, err
+			}
+			res.zombies = append(res.zombies, z)
+			awake = z
+			m.logf("pause %d/%d after %v: %s (pid %d) stopped for %v; the group had %s when it woke",
+				k, m.restarts(), wait.Round(time.Millisecond), v.name, v.cmd.Process.Pid, o.pause, z.membersText())
+		case "kill":
 			if !old.stop(syscall.SIGKILL, 10*time.Second) {
 				return nil, fmt.Errorf("%s did not die within 10s of SIGKILL", old.name)
 			}
-		} else if !old.stop(syscall.SIGTERM, o.sessionTimeout+30*time.Second) {
-			return nil, fmt.Errorf("%s did not exit within %v of SIGTERM", old.name, o.sessionTimeout+30*time.Second)
-		} else if code := old.exitCode(); code != 0 {
-			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.name, code, old.log))
+		default:
+			if !old.stop(syscall.SIGTERM, o.sessionTimeout+30*time.Second) {
+				return nil, fmt.Errorf("%s did not exit within %v of SIGTERM", old.name, o.sessionTimeout+30*time.Second)
+			} else if code := old.exitCode(); code != 0 {
+				res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.name, code, old.log))
+			}
 		}
-		m.phase.Store(int64(k))
-		if err := m.startInstance(v); err != nil {
-			return nil, err
+		if o.mode != "zombie" {
+			m.phase.Store(int64(k))
+			if err := m.startInstance(v); err != nil {
+				return nil, err
+			}
+			m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
+				k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
 		}
-		m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
-			k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
 		if o.mode == "rolling" {
 			// let the rebalance it causes finish before counting
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(o.interval):
+			if err := sleep(o.interval); err != nil {
+				return nil, err
 			}
 			after := m.revokedTotals(inst)
 			var n int64
@@ -383,7 +494,27 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			}
 			res.revokedByOthers = append(res.revokedByOthers, n)
 		}
+		if k == brokerKillAfter {
+			// after the records of restart k were processed again
+			if err := sleep(jittered()); err != nil {
+				return nil, err
+			}
+			closeWindow()
+			m.phase.Store(brokerPhase)
+			bk, err := m.killBroker(ctx, adm, inst, sleep)
+			if err != nil {
+				return nil, err
+			}
+			res.brokerKill = bk
+		}
 	}
+	if awake != nil {
+		// records flow on while the last zombie wakes up
+		if err := sleep(o.interval); err != nil {
+			return nil, err
+		}
+	}
+	closeWindow()
 
 	stopProducing()
 	p := <-prodDone
@@ -453,6 +584,19 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	stopReading()
 	<-readDone
 	m.count(t, res)
+	if o.guarantee == "exactly_once" {
+		// what read_committed readers never saw: aborted outputs
+		all, err := countRecords(ctx, m.addrs, outputT, kgo.ReadUncommitted(), 2*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		res.aborted = all - res.outRecord
+	}
+	for _, z := range res.zombies {
+		if err := z.readLog(); err != nil {
+			res.problems = append(res.problems, fmt.Sprintf("reading the log of %s: %v", z.name, err))
+		}
+	}
 	return res, nil
 }
 
@@ -571,14 +715,14 @@ func (m *measurement) count(t *tally, res *result) {
 		}
 	}
 	res.dups = res.outRecord - res.unknown - res.unique
+	res.firstDups = t.dupsAt
 	res.before = t.byPhase[0]
 	res.after = t.byPhase[int64(m.restarts())+1]
+	res.brokerDups = t.byPhase[brokerPhase]
 	for k := 1; k <= m.restarts(); k++ {
 		res.perKill = append(res.perKill, t.byPhase[int64(k)])
 	}
-	if m.o.mode == "rolling" {
-		res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
-	}
+	res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
 }
 
 // stallAfter is the gap between two records processed of one input
@@ -680,16 +824,54 @@ func (r *result) print(w io.Writer, o options, args []string) {
 	row("unique ids in `out`", "%d", r.unique)
 	row("missing ids", "%d", r.missing)
 	row("duplicates (`out` records − unique ids)", "%d", r.dups)
+	if o.guarantee == "exactly_once" {
+		row("records of aborted transactions in `out` (read uncommitted, not committed)", "%d", r.aborted)
+	}
 	what := "kill"
-	if o.mode == "rolling" {
+	switch o.mode {
+	case "rolling":
 		what = "restart"
 		row("restarts (SIGTERM, start again)", "%d", len(r.perKill))
-	} else {
+	case "zombie":
+		what = "pause"
+		row(fmt.Sprintf("pauses (SIGSTOP for %v, then SIGCONT)", o.pause), "%d", len(r.perKill))
+	default:
 		row("kills (SIGKILL)", "%d", len(r.perKill))
 	}
 	row("duplicates per "+what+" (mean)", "%.0f", perKill)
 	row("duplicates of one "+what+", attributed (median / max)", "%d / %d", median, sorted[len(sorted)-1])
 	row("duplicates seen before the first "+what+" / after SIGTERM", "%d / %d", r.before, r.after)
+	if o.mode == "zombie" {
+		var aborted, rewound, refused, lost int
+		var members []string
+		for _, z := range r.zombies {
+			if z.aborted() {
+				aborted++
+			}
+			if z.lost {
+				lost++
+			}
+			rewound += z.rewound
+			refused += z.commitRefused
+			members = append(members, fmt.Sprint(z.members))
+		}
+		row("group members when the paused instance woke (per pause)", "%s of %d", strings.Join(members, ", "), o.instances)
+		row("pauses after which the woken instance reported its partitions lost", "%d of %d", lost, len(r.zombies))
+		row("commits of a woken instance refused (all pauses)", "%d", refused)
+		row("partitions a woken instance rewound, transaction aborted (all pauses)", "%d", rewound)
+		row("pauses after which the woken instance aborted its transaction or had its commit refused", "%d of %d", aborted, len(r.zombies))
+	}
+	if bk := r.brokerKill; bk != nil {
+		row("broker node killed (SIGKILL, once), down until it served again", "node %d, %v", bk.node, bk.down.Round(100*time.Millisecond))
+		row("duplicates seen from the broker kill to the next "+what, "%d", r.brokerDups)
+	}
+	if o.mode != "rolling" {
+		longest := "none"
+		if r.longestStall > 0 {
+			longest = r.longestStall.Round(10 * time.Millisecond).String()
+		}
+		row(fmt.Sprintf("longest time one input partition's records did not reach the reader (gaps over %v)", stallAfter(o)), "%s", longest)
+	}
 	if o.mode == "rolling" {
 		var revoked int64
 		for _, n := range r.revokedByOthers {
@@ -708,6 +890,15 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		fmt.Fprintf(w, "\npartitions given up by the others, per restart: %v\n", r.revokedByOthers)
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
+	if len(r.firstDups) > 0 {
+		fmt.Fprintf(w, "first duplicates: %s\n", strings.Join(r.firstDups, "; "))
+	}
+	for i, z := range r.zombies {
+		fmt.Fprintf(w, "pause %d: %s\n", i+1, z.summary())
+	}
+	if bk := r.brokerKill; bk != nil {
+		fmt.Fprintf(w, "broker kill: node %d, %s\n", bk.node, strings.Join(bk.roles, ", "))
+	}
 	fmt.Fprintf(w, "command: %s\n", commandLine(args))
 	fmt.Fprintf(w, "guarantee: %s\n", o.guarantee)
 	fmt.Fprintf(w, "settings: %s, %s membership, %d instances on %s, %d records/s, %d partitions, %d %ss every %v, commit_interval %s, session_timeout %v, seed %d\n",
