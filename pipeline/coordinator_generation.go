@@ -134,7 +134,15 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		}
 		p.revoking = true
 		p.queued = false // planFetch skips its ready entry
-		c.fenceProcessing(p)
+		if !c.cfg.transactional {
+			c.fenceProcessing(p)
+		}
+		// (Under transactions what was handed out runs to the end: the
+		// final commit commits the transaction and waits for it anyway,
+		// and a fence would drop queued records of a batch whose later
+		// records, of another key, wrote their outputs already. A
+		// drain that misses its deadline aborts, with cancelling
+		// fences.)
 		revoking++
 	}
 	if c.cfg.transactional {
