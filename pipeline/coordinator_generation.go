@@ -164,6 +164,10 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		return
 	}
 	c.revoke = e
+	// (a generation may see two revokes: some partitions in a
+	// cooperative rebalance, then the rest at shutdown; each drains and
+	// commits)
+	c.finalCommit, c.finalErr = false, nil
 	if e.partitions == nil && c.out.abortFetches != nil {
 		// A fetch long-polls for up to fetch_max_wait; its records would
 		// be dropped anyway, so do not let it hold up the revoke. (A

@@ -1071,6 +1071,9 @@ func (m *rpModel) Check(t *rapid.T) {
 	for _, tp := range rpTPs {
 		m.checkAccounted(t, "committed offset", tp, m.committed[tp])
 	}
+	if m.world != nil {
+		m.checkTxn(t)
+	}
 }
 
 // ---- the end: drain, then liveness -----------------------------------------

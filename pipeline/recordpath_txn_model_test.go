@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -75,11 +76,26 @@ import (
 func TestRecordPathTxnStateMachine(t *testing.T) {
 	checkStateMachine(t, &recordPathSteps, 2_000, func(rt *rapid.T) {
 		m := &rpTxnModel{newRPModelWith(rt, newTxnWorld())}
-		rt.Repeat(rapid.StateMachineActions(m))
+		for range txnModelRounds {
+			rt.Repeat(rapid.StateMachineActions(m))
+		}
+		if m.active && m.revokeDone == nil && rapid.Bool().Draw(rt, "shut down first") {
+			// a shutdown (or an eager rebalance) before the drain
+			// runs into whatever the actions left in flight
+			m.beforeStep()
+			m.revokeDone, m.revokeAll = make(chan error, 1), true
+			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
+			m.afterStep()
+		}
 		m.drainAndCheckLiveness(rt)
 		m.world.checkCoverage(rt)
 	})
 }
+
+// txnModelRounds is how many rounds of actions (-rapid.steps each, on
+// average) one check runs: the interleavings that matter here are long
+// (a batch split by key, one part run, a revoke, a commit, a crash).
+const txnModelRounds = 3
 
 // rpTxnModel is the record-path model with transactions: the actions of
 // rpModel and those below.
@@ -287,6 +303,7 @@ func (m *rpModel) answerTxnCommit(outcome int) {
 	}
 	m.h.send(&commit.Result{Request: job.Request, Err: err})
 	m.afterStep()
+	m.checkTxn(m.rt)
 }
 
 // ProducerFails is the producer's report that its transaction must abort
@@ -336,6 +353,7 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 		st := job.Store.(*txnFakeStore)
 		if !job.Abort && !w.failed && !w.abortable && !st.fenced && rapid.Bool().Draw(t, "commit in flight landed") {
 			w.commit(m, job.Request)
+			m.checkTxn(t)
 		}
 	}
 	w.crashes++
@@ -373,10 +391,10 @@ func (m *rpTxnModel) Tick(t *rapid.T) {
 	m.rpModel.Tick(t)
 }
 
-// Check runs after every action: the record path's checks, and the
-// transactional invariants.
-func (m *rpTxnModel) Check(t *rapid.T) {
-	m.rpModel.Check(t)
+// checkTxn checks the transactional invariants (1)-(3). rpModel.Check
+// calls it after every action, and the model after every commit (the
+// drain at the end too).
+func (m *rpModel) checkTxn(t *rapid.T) {
 	w := m.world
 	for _, s := range slices.SortedFunc(maps.Keys(w.committedRuns), cmpSource) {
 		if w.repeatable[s] {
