@@ -433,3 +433,38 @@ func TestTransactionalRevokeLetsProcessingFinish(t *testing.T) {
 		t.Fatalf("revoke: %v", err)
 	}
 }
+
+// TestTransactionalFailureBeforeSeekAborts: under transactions a record
+// that fails in a batch handed out before a seek does not stop the
+// partition, but aborts the transaction: later records of the batch may
+// have written outputs, and a commit before the seek is applied would
+// commit them with an offset below them.
+func TestTransactionalFailureBeforeSeekAborts(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	h.assign(3, newMemoryStore(3), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	if len(h.messages) != 1 || len(h.messages[0].Batches) != 1 {
+		t.Fatalf("handed out %+v, want one batch", h.messages)
+	}
+	batch := h.messages[0].Batches[0]
+	h.messages = nil
+	seeked := make(chan error, 1)
+	h.send(&seekEvent{tp: tp0, req: offsetstore.Earliest(), done: seeked})
+	if err := <-seeked; err != nil {
+		t.Fatal(err)
+	}
+	// the seek's lookup is still in flight when the batch fails at 4
+	h.send(&process.Report{Completions: []process.Completion{{Batch: batch, FinishedBelow: 4, Err: errors.New("record 4 failed")}}})
+	h.send(&flushEvent{done: make(chan error, 1)})
+	if len(h.commits) != 1 || !h.commits[0].Abort {
+		var got []string
+		for _, j := range h.commits {
+			got = append(got, fmt.Sprintf("abort=%v %v", j.Abort, j.Request.Entries()))
+		}
+		t.Fatalf("commit step got %v, want the transaction's abort", got)
+	}
+	if h.c.byTP(tp0).state == Stopped {
+		t.Fatal("a failure of a batch handed out before a seek stopped the partition")
+	}
+}

@@ -823,7 +823,7 @@ func (m *rpModel) runUnit(r *rpUnit) {
 		ctx = cctx
 	}
 	if m.world != nil {
-		m.world.startRun()
+		m.world.startRun(r.canceled)
 	}
 	_, r.err = m.chain.Run(ctx, recs)
 	r.executed = true

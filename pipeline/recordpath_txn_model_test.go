@@ -74,8 +74,10 @@ import (
 //
 // A failure prints the seed (-rapid.seed=N) that replays it.
 func TestRecordPathTxnStateMachine(t *testing.T) {
+	var total txnStats
 	checkStateMachine(t, &recordPathSteps, 2_000, func(rt *rapid.T) {
 		m := &rpTxnModel{newRPModelWith(rt, newTxnWorld())}
+		defer func() { total.add(m.world.stats, m.h.c.txn.aborts) }()
 		for range txnModelRounds {
 			rt.Repeat(rapid.StateMachineActions(m))
 		}
@@ -90,6 +92,23 @@ func TestRecordPathTxnStateMachine(t *testing.T) {
 		m.drainAndCheckLiveness(rt)
 		m.world.checkCoverage(rt)
 	})
+	t.Logf("%d transactions committed, %d aborted (%d aborts of the coordinator), %d crashes, %d producer failures, "+
+		"%d unit runs called off",
+		total.commits, total.aborts, total.coordAborts, total.crashes, total.producerFaults, total.canceledRuns)
+}
+
+// txnStats counts what the transactional world saw.
+type txnStats struct {
+	commits, aborts, coordAborts, crashes, producerFaults, canceledRuns int64
+}
+
+func (s *txnStats) add(o txnStats, coordAborts int64) {
+	s.commits += o.commits
+	s.aborts += o.aborts
+	s.coordAborts += o.coordAborts + coordAborts
+	s.crashes += o.crashes
+	s.producerFaults += o.producerFaults
+	s.canceledRuns += o.canceledRuns
 }
 
 // txnModelRounds is how many rounds of actions (-rapid.steps each, on
@@ -142,7 +161,7 @@ type txnWorld struct {
 	repeatable map[source]bool
 	handedEnd  map[offsetstore.TopicPartition]int64
 
-	commits, aborts, crashes, producerFaults int
+	stats txnStats
 }
 
 func newTxnWorld() *txnWorld {
@@ -153,7 +172,12 @@ func newTxnWorld() *txnWorld {
 // writable reports whether the producer takes writes.
 func (w *txnWorld) writable() bool { return !w.abortable && !w.failed }
 
-func (w *txnWorld) startRun() { w.run++ }
+func (w *txnWorld) startRun(canceled bool) {
+	w.run++
+	if canceled {
+		w.stats.canceledRuns++
+	}
+}
 
 // write is the fake transactional producer's Produce: the records go into
 // the open transaction.
@@ -202,20 +226,20 @@ func (w *txnWorld) commit(m *rpModel, req offsets.CommitRequest) {
 		e := req.At(i)
 		m.committed[e.Partition] = e.Offset
 	}
-	w.commits++
+	w.stats.commits++
 }
 
 // abort discards the open transaction and opens the next.
 func (w *txnWorld) abort() {
 	w.pending = nil
 	w.abortable = false
-	w.aborts++
+	w.stats.aborts++
 }
 
 // checkCoverage fails a run whose model did nothing transactional at all
 // (a sign the world is not wired).
 func (w *txnWorld) checkCoverage(t *rapid.T) {
-	if w.commits == 0 {
+	if w.stats.commits == 0 {
 		t.Fatalf("no transaction was committed in the whole run")
 	}
 }
@@ -257,7 +281,7 @@ func (m *rpTxnModel) AnswerCommit(t *rapid.T) {
 		t.Skip("no commit in flight")
 	}
 	outcome := 9
-	switch w := rapid.IntRange(0, 19).Draw(t, "txn outcome"); {
+	switch w := rapid.IntRange(0, 39).Draw(t, "txn outcome"); {
 	case w < 2:
 		outcome = txnOutcomeAborted
 	case w < 3:
@@ -314,9 +338,12 @@ func (m *rpTxnModel) ProducerFails(t *rapid.T) {
 	if len(m.h.commits) > 0 || w.failed {
 		t.Skip("no write can fail now")
 	}
+	if rapid.IntRange(0, 5).Draw(t, "fail now") != 0 {
+		return // rarer than the other actions
+	}
 	fatal := rapid.IntRange(0, 5).Draw(t, "fenced") == 0
 	m.beforeStep()
-	w.producerFaults++
+	w.stats.producerFaults++
 	var err error
 	if fatal {
 		w.failed = true
@@ -335,6 +362,9 @@ func (m *rpTxnModel) ProducerFails(t *rapid.T) {
 // reached the transaction coordinator first. A new process starts (a
 // new generation) with some partitions, from the committed offsets.
 func (m *rpTxnModel) Crash(t *rapid.T) {
+	if rapid.IntRange(0, 9).Draw(t, "crash now") != 0 {
+		return // rarer than the other actions (not a skip: too many end the run)
+	}
 	var tps []offsetstore.TopicPartition
 	for _, tp := range rpTPs {
 		if rapid.Bool().Draw(t, "assigned after the crash") {
@@ -356,7 +386,8 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 			m.checkTxn(t)
 		}
 	}
-	w.crashes++
+	w.stats.crashes++
+	w.stats.coordAborts += m.h.c.txn.aborts
 	// the new process's producer fences the old one, whose open
 	// transaction is aborted
 	w.pending, w.abortable, w.failed = nil, false, false
