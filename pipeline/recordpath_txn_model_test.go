@@ -114,7 +114,7 @@ func (s *txnStats) add(o txnStats, coordAborts int64) {
 // txnModelRounds is how many rounds of actions (-rapid.steps each, on
 // average) one check runs: the interleavings that matter here are long
 // (a batch split by key, one part run, a revoke, a commit, a crash).
-const txnModelRounds = 3
+const txnModelRounds = 4
 
 // rpTxnModel is the record-path model with transactions: the actions of
 // rpModel and those below.
@@ -282,11 +282,11 @@ func (m *rpTxnModel) AnswerCommit(t *rapid.T) {
 	}
 	outcome := 9
 	switch w := rapid.IntRange(0, 39).Draw(t, "txn outcome"); {
-	case w < 2:
-		outcome = txnOutcomeAborted
-	case w < 3:
-		outcome = txnOutcomeFenced
 	case w < 4:
+		outcome = txnOutcomeAborted
+	case w < 5:
+		outcome = txnOutcomeFenced
+	case w < 6:
 		outcome = txnOutcomeFailed
 	}
 	m.answerTxnCommit(outcome)
