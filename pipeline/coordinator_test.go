@@ -468,3 +468,50 @@ func TestTransactionalFailureBeforeSeekAborts(t *testing.T) {
 		t.Fatal("a failure of a batch handed out before a seek stopped the partition")
 	}
 }
+
+// TestTransactionalHeldBatchesGoOutInOrder: under transactions batches
+// fetched while a revoke holds processing are handed out, when the
+// revoke ends, before those fetched after: a later batch must not
+// overtake a held one (its outputs would be committed with an offset
+// below them).
+func TestTransactionalHeldBatchesGoOutInOrder(t *testing.T) {
+	tp1 := offsetstore.TopicPartition{Topic: "events", Partition: 1}
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
+	store := newMemoryStore(3)
+	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
+		assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
+	for _, broker := range []int32{1, 2} {
+		h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 5, 0, 100) })
+	}
+	h.completeAll()
+	// revoke tp1: its final commit (the transaction's) goes out and
+	// holds processing until it is answered
+	done := make(chan error, 1)
+	h.send(&revokeEvent{gen: 3, partitions: []offsetstore.TopicPartition{tp1}, drainBy: h.now.Add(time.Minute),
+		deadline: h.now.Add(2 * time.Minute), done: done})
+	h.answerFetch(h.takeFetch(2), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 5, 0, 100) })
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits in flight, want the revoke's", len(h.commits))
+	}
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 8, 0, 100) }) // held
+	req := h.commits[0]
+	h.commits = nil
+	if err := req.Store.Commit(context.Background(), req.Request); err != nil {
+		t.Fatal(err)
+	}
+	h.send(&commit.Result{Request: req.Request})
+	if err := <-done; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	var spans []offsets.Span
+	for _, m := range h.messages {
+		for _, b := range m.Batches {
+			spans = append(spans, b.Span())
+		}
+	}
+	if want := []offsets.Span{{Start: 5, End: 8}, {Start: 8, End: 10}}; !slices.Equal(spans, want) {
+		t.Fatalf("handed out %v, want %v", spans, want)
+	}
+}

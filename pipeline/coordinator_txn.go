@@ -80,7 +80,10 @@ func (c *coordinator) handOut(bt *fetch.Batch) {
 		c.toProcess.Batches = append(c.toProcess.Batches, bt)
 		return
 	}
-	if c.txnHolding() {
+	if c.txnHolding() || len(c.txn.held) > 0 {
+		// (behind those held still: a hold may end after planTxn ran,
+		// as a revoke's does, and a partition's batches go out in
+		// order)
 		c.txn.held = append(c.txn.held, bt)
 		return
 	}
