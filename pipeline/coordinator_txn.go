@@ -20,7 +20,11 @@ package pipeline
 //     complete aborts the same way (the store aborted it already).
 //   - A partition that stops on a failed record aborts the transaction:
 //     later records of its batch may have written outputs. It stays
-//     stopped at the offset where its transaction began.
+//     stopped at the offset where its transaction began. A record that
+//     fails in a batch handed out before a seek aborts it too (without
+//     a stop).
+//   - A revoke does not fence processing: what was handed out runs to
+//     the end, and the final commit commits it.
 //   - A failed producer (fenced by another instance with the same
 //     transactional id) stops everything: nothing more is processed, and
 //     the run ends with the error.
