@@ -81,20 +81,39 @@ func TestRecordPathTxnStateMachine(t *testing.T) {
 		for range txnModelRounds {
 			rt.Repeat(rapid.StateMachineActions(m))
 		}
-		if m.active && m.revokeDone == nil && rapid.Bool().Draw(rt, "shut down first") {
-			// a shutdown (or an eager rebalance) before the drain
-			// runs into whatever the actions left in flight
-			m.beforeStep()
-			m.revokeDone, m.revokeAll = make(chan error, 1), true
-			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
-			m.afterStep()
-		}
+		m.revokeBeforeDrain(rt)
 		m.drainAndCheckLiveness(rt)
 		m.world.checkCoverage(rt)
 	})
 	t.Logf("%d transactions committed, %d aborted (%d aborts of the coordinator), %d crashes, %d producer failures, "+
 		"%d unit runs called off",
 		total.commits, total.aborts, total.coordAborts, total.crashes, total.producerFaults, total.canceledRuns)
+}
+
+// revokeBeforeDrain may revoke every partition (a shutdown, an eager
+// rebalance) or the first one assigned (a cooperative rebalance) before
+// the drain, which then runs into whatever the actions left in flight.
+func (m *rpTxnModel) revokeBeforeDrain(t *rapid.T) {
+	kind := rapid.IntRange(0, 2).Draw(t, "revoke before the drain")
+	if !m.active || m.revokeDone != nil || kind == 0 {
+		return
+	}
+	ev := &revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: make(chan error, 1)}
+	if kind == 2 {
+		for _, tp := range rpTPs {
+			if m.h.c.byTP(tp) != nil {
+				ev.partitions = []offsetstore.TopicPartition{tp}
+				break
+			}
+		}
+		if len(m.h.c.index) < 2 {
+			return // it would take them all
+		}
+	}
+	m.beforeStep()
+	m.revokeDone, m.revokeAll = ev.done, ev.partitions == nil
+	m.h.send(ev)
+	m.afterStep()
 }
 
 // txnStats counts what the transactional world saw.
