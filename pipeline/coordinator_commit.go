@@ -75,6 +75,13 @@ func (c *coordinator) onProcessed(r *process.Report) {
 			// does not stop the partition.
 			c.log.Warn("a record failed after a seek moved its partition; the seek stands and the partition goes on",
 				zap.Stringer("partition", p.tp), zap.Int64("offset", done), zap.Error(cp.Err))
+			if c.cfg.transactional && h.epoch >= p.abortedBelow {
+				// later records of the batch may have written outputs
+				// into the transaction, and a commit before the seek
+				// is applied (a revoke's) would commit them below
+				// their offsets: it must not commit
+				c.abortTxn(fmt.Errorf("partition %s: a record failed: %w", p.tp, cp.Err))
+			}
 		case h.epoch < p.abortedBelow:
 			// handed out in a transaction that was aborted since: the
 			// record runs again from the transaction's start

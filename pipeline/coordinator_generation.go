@@ -134,7 +134,15 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		}
 		p.revoking = true
 		p.queued = false // planFetch skips its ready entry
-		c.fenceProcessing(p)
+		if !c.cfg.transactional {
+			c.fenceProcessing(p)
+		}
+		// (Under transactions what was handed out runs to the end: the
+		// final commit commits the transaction and waits for it anyway,
+		// and a fence would drop queued records of a batch whose later
+		// records, of another key, wrote their outputs already. A
+		// drain that misses its deadline aborts, with cancelling
+		// fences.)
 		revoking++
 	}
 	if c.cfg.transactional {
@@ -156,6 +164,10 @@ func (c *coordinator) onRevoke(e *revokeEvent) {
 		return
 	}
 	c.revoke = e
+	// (a generation may see two revokes: some partitions in a
+	// cooperative rebalance, then the rest at shutdown; each drains and
+	// commits)
+	c.finalCommit, c.finalErr = false, nil
 	if e.partitions == nil && c.out.abortFetches != nil {
 		// A fetch long-polls for up to fetch_max_wait; its records would
 		// be dropped anyway, so do not let it hold up the revoke. (A

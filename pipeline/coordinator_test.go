@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -334,5 +335,183 @@ func TestCoordinatorLoop(t *testing.T) {
 	<-stopped
 	if loop.send(context.Background(), tickEvent{}) {
 		t.Fatal("send succeeded after the loop stopped")
+	}
+}
+
+// TestSecondRevokeOfAGenerationDrainsAndCommits: a revoke of some
+// partitions, then a revoke of the rest in the same generation (a
+// shutdown during a cooperative rebalance): the second one drains and
+// commits too, for both guarantees.
+func TestSecondRevokeOfAGenerationDrainsAndCommits(t *testing.T) {
+	tp1 := offsetstore.TopicPartition{Topic: "events", Partition: 1}
+	for _, transactional := range []bool{false, true} {
+		t.Run(fmt.Sprintf("transactional=%v", transactional), func(t *testing.T) {
+			h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: transactional})
+			h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
+			store := newMemoryStore(3)
+			h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
+				assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
+			for _, broker := range []int32{1, 2} {
+				h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+			}
+			answer := func(what string) {
+				t.Helper()
+				if len(h.commits) != 1 {
+					t.Fatalf("%s: %d commits in flight, want 1", what, len(h.commits))
+				}
+				req := h.commits[0]
+				h.commits = nil
+				if err := req.Store.Commit(context.Background(), req.Request); err != nil {
+					t.Fatal(err)
+				}
+				h.send(&commit.Result{Request: req.Request})
+			}
+			first := make(chan error, 1)
+			h.send(&revokeEvent{gen: 3, partitions: []offsetstore.TopicPartition{tp1}, drainBy: h.now.Add(time.Minute),
+				deadline: h.now.Add(2 * time.Minute), done: first})
+			// tp1's next fetch comes back: nothing is fetched for it any more
+			h.answerFetch(h.takeFetch(2), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+			h.completeAll()
+			answer("first revoke")
+			if err := <-first; err != nil {
+				t.Fatalf("first revoke: %v", err)
+			}
+			// tp0 goes on: its next records are in processing
+			h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+			second := make(chan error, 1)
+			h.send(&revokeEvent{gen: 3, drainBy: h.now.Add(time.Minute), deadline: h.now.Add(2 * time.Minute), done: second})
+			select {
+			case err := <-second:
+				t.Fatalf("second revoke finished (%v) while a batch is being processed", err)
+			default:
+			}
+			h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 30, 0, 100) })
+			h.completeAll()
+			answer("second revoke")
+			if err := <-second; err != nil {
+				t.Fatalf("second revoke: %v", err)
+			}
+			if got := store.Offsets(); got[tp0] != 20 || got[tp1] != 10 {
+				t.Fatalf("committed %v, want %s at 20 and %s at 10", got, tp0, tp1)
+			}
+		})
+	}
+}
+
+// TestTransactionalRevokeLetsProcessingFinish: under transactions a
+// revoke does not fence the processing of its partitions: with key
+// ordering a fence would drop a batch's queued key groups while a later
+// key group already wrote its outputs into the transaction, and the
+// final commit would commit those outputs with an offset below them. The
+// batch finishes, and the final commit covers it.
+func TestTransactionalRevokeLetsProcessingFinish(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	store := newMemoryStore(3)
+	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	done := make(chan error, 1)
+	h.send(&revokeEvent{gen: 3, drainBy: h.now.Add(time.Minute), deadline: h.now.Add(2 * time.Minute), done: done})
+	for _, m := range h.messages {
+		if len(m.Fences) > 0 {
+			t.Fatalf("a transactional revoke fenced processing: %+v", m.Fences)
+		}
+	}
+	h.completeAll()
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits after the drain, want 1", len(h.commits))
+	}
+	req := h.commits[0]
+	if req.Request.Len() != 1 || req.Request.At(0).Offset != 10 {
+		t.Fatalf("final commit %+v, want %s at 10", req.Request.Entries(), tp0)
+	}
+	if err := req.Store.Commit(context.Background(), req.Request); err != nil {
+		t.Fatal(err)
+	}
+	h.send(&commit.Result{Request: req.Request})
+	if err := <-done; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+}
+
+// TestTransactionalFailureBeforeSeekAborts: under transactions a record
+// that fails in a batch handed out before a seek does not stop the
+// partition, but aborts the transaction: later records of the batch may
+// have written outputs, and a commit before the seek is applied would
+// commit them with an offset below them.
+func TestTransactionalFailureBeforeSeekAborts(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	h.assign(3, newMemoryStore(3), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	if len(h.messages) != 1 || len(h.messages[0].Batches) != 1 {
+		t.Fatalf("handed out %+v, want one batch", h.messages)
+	}
+	batch := h.messages[0].Batches[0]
+	h.messages = nil
+	seeked := make(chan error, 1)
+	h.send(&seekEvent{tp: tp0, req: offsetstore.Earliest(), done: seeked})
+	if err := <-seeked; err != nil {
+		t.Fatal(err)
+	}
+	// the seek's lookup is still in flight when the batch fails at 4
+	h.send(&process.Report{Completions: []process.Completion{{Batch: batch, FinishedBelow: 4, Err: errors.New("record 4 failed")}}})
+	h.send(&flushEvent{done: make(chan error, 1)})
+	if len(h.commits) != 1 || !h.commits[0].Abort {
+		var got []string
+		for _, j := range h.commits {
+			got = append(got, fmt.Sprintf("abort=%v %v", j.Abort, j.Request.Entries()))
+		}
+		t.Fatalf("commit step got %v, want the transaction's abort", got)
+	}
+	if h.c.byTP(tp0).state == Stopped {
+		t.Fatal("a failure of a batch handed out before a seek stopped the partition")
+	}
+}
+
+// TestTransactionalHeldBatchesGoOutInOrder: under transactions batches
+// fetched while a revoke holds processing are handed out, when the
+// revoke ends, before those fetched after: a later batch must not
+// overtake a held one (its outputs would be committed with an offset
+// below them).
+func TestTransactionalHeldBatchesGoOutInOrder(t *testing.T) {
+	tp1 := offsetstore.TopicPartition{Topic: "events", Partition: 1}
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
+	store := newMemoryStore(3)
+	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
+		assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
+	for _, broker := range []int32{1, 2} {
+		h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 5, 0, 100) })
+	}
+	h.completeAll()
+	// revoke tp1: its final commit (the transaction's) goes out and
+	// holds processing until it is answered
+	done := make(chan error, 1)
+	h.send(&revokeEvent{gen: 3, partitions: []offsetstore.TopicPartition{tp1}, drainBy: h.now.Add(time.Minute),
+		deadline: h.now.Add(2 * time.Minute), done: done})
+	h.answerFetch(h.takeFetch(2), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 5, 0, 100) })
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits in flight, want the revoke's", len(h.commits))
+	}
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 8, 0, 100) }) // held
+	req := h.commits[0]
+	h.commits = nil
+	if err := req.Store.Commit(context.Background(), req.Request); err != nil {
+		t.Fatal(err)
+	}
+	h.send(&commit.Result{Request: req.Request})
+	if err := <-done; err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	var spans []offsets.Span
+	for _, m := range h.messages {
+		for _, b := range m.Batches {
+			spans = append(spans, b.Span())
+		}
+	}
+	if want := []offsets.Span{{Start: 5, End: 8}, {Start: 8, End: 10}}; !slices.Equal(spans, want) {
+		t.Fatalf("handed out %v, want %v", spans, want)
 	}
 }

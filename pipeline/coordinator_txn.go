@@ -20,7 +20,11 @@ package pipeline
 //     complete aborts the same way (the store aborted it already).
 //   - A partition that stops on a failed record aborts the transaction:
 //     later records of its batch may have written outputs. It stays
-//     stopped at the offset where its transaction began.
+//     stopped at the offset where its transaction began. A record that
+//     fails in a batch handed out before a seek aborts it too (without
+//     a stop).
+//   - A revoke does not fence processing: what was handed out runs to
+//     the end, and the final commit commits it.
 //   - A failed producer (fenced by another instance with the same
 //     transactional id) stops everything: nothing more is processed, and
 //     the run ends with the error.
@@ -80,7 +84,10 @@ func (c *coordinator) handOut(bt *fetch.Batch) {
 		c.toProcess.Batches = append(c.toProcess.Batches, bt)
 		return
 	}
-	if c.txnHolding() {
+	if c.txnHolding() || len(c.txn.held) > 0 {
+		// (behind those held still: a hold may end after planTxn ran,
+		// as a revoke's does, and a partition's batches go out in
+		// order)
 		c.txn.held = append(c.txn.held, bt)
 		return
 	}

@@ -132,10 +132,19 @@ type rpUnit struct {
 	u        *process.Unit
 	executed bool
 	err      error
+	// canceled: a fence with Cancel called it off (transactions only,
+	// as process.Step does): it runs with a canceled context, and
+	// nothing of it counts
+	canceled bool
 }
 
 type rpModel struct {
 	h           *coordHarness
+	cfg         coordinatorConfig
+	concurrency int
+	// world is the transactional world (nil: at-least-once); see
+	// recordpath_txn_model_test.go
+	world       *txnWorld
 	sched       *process.Scheduler
 	chain       process.Chain
 	keyOrdering bool
@@ -155,7 +164,7 @@ type rpModel struct {
 	active     bool
 	revokeDone chan error
 	revokeAll  bool // the revoke in progress takes every partition
-	stores     map[offsets.Generation]*memoryStore
+	stores     map[offsets.Generation]fencedStore
 	// ownedSince is, per assigned partition, the generation that
 	// assigned it: batches of it from that generation on are its own
 	ownedSince map[offsetstore.TopicPartition]offsets.Generation
@@ -185,12 +194,23 @@ type rpModel struct {
 	waiting, waitsSeen int
 }
 
+// fencedStore is a generation's commit store that the model can fence
+// (the group ended its generation).
+type fencedStore interface {
+	offsets.CommitStore
+	Fence()
+}
+
 type keyRef struct {
 	tp  offsetstore.TopicPartition
 	key string
 }
 
-func newRPModel(t *rapid.T) *rpModel {
+func newRPModel(t *rapid.T) *rpModel { return newRPModelWith(t, nil) }
+
+// newRPModelWith returns the record-path model, transactional if world
+// is not nil.
+func newRPModelWith(t *rapid.T, world *txnWorld) *rpModel {
 	cfg := coordinatorConfig{
 		policy:            offsetstore.ResetPolicy(rapid.IntRange(0, 1).Draw(t, "policy")), // earliest or latest
 		validate:          rapid.Bool().Draw(t, "validate"),
@@ -203,8 +223,14 @@ func newRPModel(t *rapid.T) *rpModel {
 		metadataBackoff:   200 * time.Millisecond,
 		fetchersPerBroker: rapid.IntRange(1, 2).Draw(t, "fetchers per broker"),
 	}
+	if world != nil {
+		cfg.transactional = true
+		cfg.txnDrainTimeout = time.Duration(rapid.IntRange(1, 4).Draw(t, "txn drain timeout")) * time.Second
+	}
 	m := &rpModel{
 		h:           newCoordHarness(t, cfg),
+		cfg:         cfg,
+		world:       world,
 		keyOrdering: rapid.Bool().Draw(t, "key ordering"),
 		stopPolicy:  rapid.Bool().Draw(t, "stop policy"),
 		nStages:     rapid.IntRange(1, 3).Draw(t, "stages"),
@@ -213,7 +239,7 @@ func newRPModel(t *rapid.T) *rpModel {
 		dlPlans:     map[source]dlFate{},
 		rt:          t,
 		drawing:     true,
-		stores:      map[offsets.Generation]*memoryStore{},
+		stores:      map[offsets.Generation]fencedStore{},
 		committed:   map[offsetstore.TopicPartition]int64{},
 		handedSeq:   map[*fetch.Batch]int{},
 		lastStart:   map[keyRef]int{},
@@ -224,8 +250,8 @@ func newRPModel(t *rapid.T) *rpModel {
 		checked:     map[offsets.RequestID]bool{},
 		ownedSince:  map[offsetstore.TopicPartition]offsets.Generation{},
 	}
-	concurrency := rapid.IntRange(1, 3).Draw(t, "concurrency")
-	m.sched = process.NewScheduler(concurrency, m.keyOrdering)
+	m.concurrency = rapid.IntRange(1, 3).Draw(t, "concurrency")
+	m.sched = process.NewScheduler(m.concurrency, m.keyOrdering)
 	var named []process.NamedStage
 	for k := 1; k <= m.nStages; k++ {
 		m.plans = append(m.plans, map[source]stagePlan{})
@@ -233,6 +259,10 @@ func newRPModel(t *rapid.T) *rpModel {
 		named = append(named, process.NamedStage{Name: fmt.Sprintf("s%d", k), Stage: &scriptStage{m: m, k: k}})
 	}
 	m.outage = make([]int, m.nStages+1)
+	var sink stages.Producer = &scriptSink{m: m}
+	if world != nil {
+		sink = &txnSink{m: m, inner: sink}
+	}
 	m.chain = process.Chain{
 		OnUnavailable: func(_ string, delta int, err error) {
 			m.waiting += delta
@@ -244,7 +274,7 @@ func newRPModel(t *rapid.T) *rpModel {
 			}
 		},
 		Stages:  named,
-		Policy:  process.FailurePolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retries"), Backoff: time.Microsecond, Stop: m.stopPolicy, Sink: &scriptSink{m: m}},
+		Policy:  process.FailurePolicy{Retries: rapid.IntRange(0, 2).Draw(t, "retries"), Backoff: time.Microsecond, Stop: m.stopPolicy, Sink: sink},
 		Timeout: 2 * time.Millisecond,
 		Log:     logging.ForStage(m.h.c.log),
 	}
@@ -370,6 +400,13 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 	if re.Failed() && !m.recordErrs[s.k-1] {
 		return nil, errors.New("batch failed")
 	}
+	if m.world != nil {
+		// what it emits is written through the transactional
+		// producer; a call that fails wrote nothing
+		if err := m.world.write(ctx, m, re.Out); err != nil {
+			return nil, err
+		}
+	}
 	for i, r := range in {
 		if _, failed := re.Errs[i]; !failed {
 			obs.consumed[s.k][sourceOf(r)]++
@@ -455,7 +492,7 @@ func (m *rpModel) assign(tps []offsetstore.TopicPartition) {
 		old.Fence() // the broker refuses commits of ended generations
 	}
 	m.gen++
-	store := newMemoryStore(m.gen)
+	store := m.newStore(m.gen)
 	m.stores[m.gen] = store
 	var parts []assignedPartition
 	for _, tp := range tps {
@@ -498,7 +535,7 @@ func (m *rpModel) reassign(add []offsetstore.TopicPartition) {
 		old.Fence()
 	}
 	m.gen++
-	store := newMemoryStore(m.gen)
+	store := m.newStore(m.gen)
 	m.stores[m.gen] = store
 	var parts []assignedPartition
 	for _, tp := range add {
@@ -627,7 +664,19 @@ func (m *rpModel) AnswerCommit(t *rapid.T) {
 	m.answerCommit(rapid.IntRange(0, 9).Draw(t, "commit outcome"))
 }
 
+// newStore returns generation gen's commit store.
+func (m *rpModel) newStore(gen offsets.Generation) fencedStore {
+	if m.world != nil {
+		return &txnFakeStore{gen: gen}
+	}
+	return newMemoryStore(gen)
+}
+
 func (m *rpModel) answerCommit(outcome int) {
+	if m.world != nil {
+		m.answerTxnCommit(outcome)
+		return
+	}
 	m.beforeStep()
 	req := m.h.commits[0]
 	m.h.commits = m.h.commits[1:]
@@ -664,6 +713,9 @@ func (m *rpModel) DeliverMessage(t *rapid.T) {
 func (m *rpModel) deliverMessage() {
 	msg := m.pending[0]
 	m.pending = m.pending[1:]
+	if m.world != nil {
+		m.cancelUnits(msg.Fences)
+	}
 	for _, b := range msg.Batches {
 		m.seq++
 		m.handedSeq[b] = m.seq
@@ -740,7 +792,7 @@ func (m *rpModel) keysOf(u *process.Unit) []string {
 func (m *rpModel) RunUnit(t *rapid.T) {
 	var idle []int
 	for i, r := range m.running {
-		if !r.executed {
+		if !r.executed && m.mayRun(r) {
 			idle = append(idle, i)
 		}
 	}
@@ -764,9 +816,20 @@ func (m *rpModel) runUnit(r *rpUnit) {
 	}
 	m.cur = obs
 	waitsBefore := m.waitsSeen
-	_, r.err = m.chain.Run(context.Background(), recs)
+	ctx := context.Background()
+	if r.canceled {
+		cctx, cancel := context.WithCancelCause(ctx)
+		cancel(errUnitCanceled)
+		ctx = cctx
+	}
+	if m.world != nil {
+		m.world.startRun(r.canceled)
+	}
+	_, r.err = m.chain.Run(ctx, recs)
 	r.executed = true
-	if m.waiting != 0 || (obs.outages > 0) != (m.waitsSeen > waitsBefore) {
+	// (a canceled unit's chain ends at its first failure: it waits for
+	// nothing)
+	if m.waiting != 0 || (!r.canceled && (obs.outages > 0) != (m.waitsSeen > waitsBefore)) {
 		m.violations = append(m.violations, fmt.Sprintf("a run met %d outage(s) and reported %d wait(s), %d still waiting at its end",
 			obs.outages, m.waitsSeen-waitsBefore, m.waiting))
 	}
@@ -783,8 +846,11 @@ func (m *rpModel) runUnit(r *rpUnit) {
 				break
 			}
 		}
-		if done {
+		if done && !r.canceled {
 			m.completed[s] = true
+			if m.world != nil {
+				m.world.finished(m, s)
+			}
 		}
 	}
 }
@@ -807,7 +873,12 @@ func (m *rpModel) finishUnit(i int) {
 	recordPathSteps.Add(1)
 	r := m.running[i]
 	m.running = append(m.running[:i], m.running[i+1:]...)
-	m.sched.Finish(r.u, r.err)
+	err := r.err
+	if r.canceled {
+		// whatever the chain made of it, nothing counts (process.Step)
+		err = errUnitCanceled
+	}
+	m.sched.Finish(r.u, err)
 	m.collectReport()
 }
 
@@ -917,6 +988,9 @@ func (m *rpModel) afterStep() {
 		if r == nil {
 			continue
 		}
+		if m.world != nil {
+			m.world.noteReset(r)
+		}
 		lo := r.From
 		if r.Reason == offsetstore.ReasonSeek {
 			if b, ok := m.before[r.Partition]; ok && b >= 0 {
@@ -934,6 +1008,9 @@ func (m *rpModel) afterStep() {
 	for _, msg := range m.h.messages {
 		for _, b := range msg.Batches {
 			m.maxHanded[b.Partition()] = max(m.maxHanded[b.Partition()], b.Epoch())
+			if m.world != nil {
+				m.world.noteHanded(b)
+			}
 		}
 		m.pending = append(m.pending, msg)
 	}
@@ -994,6 +1071,9 @@ func (m *rpModel) Check(t *rapid.T) {
 	for _, tp := range rpTPs {
 		m.checkAccounted(t, "committed offset", tp, m.committed[tp])
 	}
+	if m.world != nil {
+		m.checkTxn(t)
+	}
 }
 
 // ---- the end: drain, then liveness -----------------------------------------
@@ -1006,6 +1086,12 @@ func (m *rpModel) drainAndCheckLiveness(t *rapid.T) {
 	quiet := 0
 	for round := 0; round < 400 && quiet < 3; round++ {
 		moved := m.drainRound(t)
+		if m.world != nil && m.h.c.txn.failed != nil {
+			// the producer failed for good: the run ends with the
+			// error, and a restart recovers
+			m.crash(t, nil)
+			moved = true
+		}
 		// End with every partition assigned. A fenced generation is
 		// ending anyway (the group rebalances).
 		switch {
@@ -1014,7 +1100,7 @@ func (m *rpModel) drainAndCheckLiveness(t *rapid.T) {
 		case !m.active:
 			m.assign(rpTPs)
 			moved = true
-		case len(m.h.c.index) == len(rpTPs) && !m.h.c.fenced:
+		case len(m.h.c.index) == len(rpTPs) && !m.generationEnded():
 		case cooperative:
 			// a cooperative rebalance: a new generation keeps what is
 			// assigned and adds the rest
@@ -1086,16 +1172,21 @@ func (m *rpModel) drainRound(t *rapid.T) bool {
 		moved = true
 	}
 	for m.startUnit(t) {
+
 		moved = true
 	}
 	for _, r := range m.running {
-		if !r.executed {
+		if !r.executed && m.mayRun(r) {
 			m.runUnit(r)
 			moved = true
 		}
 	}
-	for len(m.running) > 0 {
-		m.finishUnit(0)
+	for i := 0; i < len(m.running); {
+		if !m.running[i].executed {
+			i++ // waits for its fence (transactions)
+			continue
+		}
+		m.finishUnit(i)
 		moved = true
 	}
 	for len(m.reports) > 0 {
@@ -1128,6 +1219,12 @@ func (m *rpModel) drainRound(t *rapid.T) bool {
 			}
 		}
 		m.answerFetch(i, func(e offsets.FetchEntry) fetch.PartitionResult { return m.records(e, m.hw[e.Partition]) })
+	}
+	if m.world != nil && (len(m.pending) > 0 || len(m.running) > 0 || len(m.reports) > 0 || !m.sched.Idle()) {
+		// processing takes no time: what was just handed out is
+		// processed before time passes (a transaction's commit waits
+		// txnDrainTimeout for it)
+		return moved
 	}
 	// let backoffs, the commit interval and revoke deadlines pass
 	m.beforeStep()

@@ -3,7 +3,9 @@
 # the tree and runs the record-path model tests against it: every bug
 # must make them fail. Prints, per bug, whether it was caught, by which
 # test, and after how long (a bug missed by a round of random checks
-# gets up to two more). Usage: scripts/seeded-bugs/run.sh [patch...]
+# gets up to two more). A patch may name the tests that must catch it in
+# a line "# tests: <regexp>" before its diff (default: the tests below).
+# Usage: scripts/seeded-bugs/run.sh [patch...]
 set -euo pipefail
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 cd "$root"
@@ -22,13 +24,15 @@ for p in "${patches[@]}"; do
 	git -C "$scratch/tree" checkout -q -- .
 	git -C "$scratch/tree" clean -fdq # no fail file of an earlier bug is replayed
 	git -C "$scratch/tree" apply "$root/$p"
+	run=$(sed -n 's/^# tests: //p' "$p" | head -1)
+	run=${run:-$tests}
 	start=$(date +%s)
 	# The model tests draw random interleavings: a bug they reach rarely
 	# can pass one round of checks, so a miss gets up to two more rounds (new
 	# seeds) before it counts.
 	caught=0
 	for round in 1 2 3; do
-		if ! out=$(cd "$scratch/tree" && go test -count=1 ./pipeline ./stages/stagetest -run "$tests" -rapid.checks=2000 2>&1); then
+		if ! out=$(cd "$scratch/tree" && go test -count=1 ./pipeline ./stages/stagetest -run "$run" -rapid.checks=2000 2>&1); then
 			caught=$round
 			break
 		fi
