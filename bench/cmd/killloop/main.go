@@ -240,6 +240,9 @@ type result struct {
 	revokedByOthers []int64         // per restart: partitions the other instances gave up
 	stalls          []time.Duration // per input partition: time without a record processed
 	longestStall    time.Duration
+	baseWindow      window        // the interval before the first restart
+	baseline        []windowStall // per input partition, in baseWindow
+	restarts        []restartRecord
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -325,9 +328,19 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			return nil, err
 		}
 	}
+	samp := &sampler{}
 	if o.mode == "rolling" {
-		// a rolling restart starts from a settled group
+		sampCtx, stopSampling := context.WithCancel(ctx)
+		defer stopSampling()
+		go samp.run(sampCtx, inst, 200*time.Millisecond)
+		// a rolling restart starts from a settled group: every
+		// partition processed, then one more interval (rebalances of
+		// the start may still finish) before the baseline window, the
+		// interval before the first restart
 		if err := m.waitProcessing(ctx, t, inst, readDone); err != nil {
+			return nil, err
+		}
+		if err := sleep(ctx, o.interval, readDone); err != nil {
 			return nil, err
 		}
 	}
@@ -351,6 +364,11 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		}
 		v := inst[(k-1)%len(inst)]
 		before := m.revokedTotals(inst)
+		rr := restartRecord{slot: v.slot, oldLog: v.log, before: m.assignedNow(inst)}
+		if k == 1 {
+			res.baseWindow = window{from: time.Now().Add(-o.interval), to: time.Now()}
+		}
+		rr.term = time.Now()
 		old := v.child
 		if o.mode == "kill" {
 			if !old.stop(syscall.SIGKILL, 10*time.Second) {
@@ -361,18 +379,18 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		} else if code := old.exitCode(); code != 0 {
 			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.name, code, old.log))
 		}
+		rr.exited = time.Now()
 		m.phase.Store(int64(k))
 		if err := m.startInstance(v); err != nil {
 			return nil, err
 		}
+		rr.started, rr.newLog = time.Now(), v.log
 		m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
 			k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
 		if o.mode == "rolling" {
 			// let the rebalance it causes finish before counting
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(o.interval):
+			if err := sleep(ctx, o.interval, readDone); err != nil {
+				return nil, err
 			}
 			after := m.revokedTotals(inst)
 			var n int64
@@ -382,6 +400,18 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 				}
 			}
 			res.revokedByOthers = append(res.revokedByOthers, n)
+			rr.revokedByOthers = n
+			rr.after, rr.windowEnd = m.assignedNow(inst), time.Now()
+			rr.changes = assignmentChanges(samp.between(rr.term, rr.windowEnd))
+			for _, c := range rr.changes {
+				if c.at.After(rr.started) && c.n[v.slot] > 0 {
+					rr.firstPartitionsAtNewPID = c.at
+					break
+				}
+			}
+			rr.oldPhases = readLogTimes(rr.oldLog, oldPhaseMsgs, rr.term, rr.term.Add(-time.Second))
+			rr.newPhases = readLogTimes(rr.newLog, newPhaseMsgs, rr.started, rr.started.Add(-time.Second))
+			res.restarts = append(res.restarts, rr)
 		}
 	}
 
@@ -460,8 +490,16 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 type instance struct {
 	slot   int
 	starts int
-	http   string // the metrics address of the process running now
+	http   atomic.Pointer[string] // the metrics address of the process running now
 	*child
+}
+
+// httpAddr is the metrics address of the process running in the slot now.
+func (in *instance) httpAddr() string {
+	if a := in.http.Load(); a != nil {
+		return *a
+	}
+	return ""
 }
 
 // startInstance starts (or restarts) the process of slot i.
@@ -471,18 +509,19 @@ func (m *measurement) startInstance(in *instance) error {
 	if err != nil {
 		return err
 	}
-	in.http = fmt.Sprintf("127.0.0.1:%d", port)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	in.http.Store(&addr)
 	name := fmt.Sprintf("instance-%c%d", 'a'+in.slot, in.starts)
 	var c *child
 	if m.o.membership == franz {
 		c, err = m.procs.start(m.dir, name, m.bin, franzWorkerCommand, "-brokers", strings.Join(m.addrs, ","),
-			"-group", group, "-in", inputT, "-out", outputT, "-http", in.http, "-session-timeout", m.o.sessionTimeout.String())
+			"-group", group, "-in", inputT, "-out", outputT, "-http", addr, "-session-timeout", m.o.sessionTimeout.String())
 	} else {
 		cfg, werr := writeConfig(m.dir, m.addrs, m.o, in.slot)
 		if werr != nil {
 			return werr
 		}
-		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", in.http, "--progress", "0")
+		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", addr, "--progress", "0")
 	}
 	in.child = c
 	return err
@@ -493,9 +532,31 @@ func (m *measurement) startInstance(in *instance) error {
 func (m *measurement) revokedTotals(inst []*instance) []int64 {
 	out := make([]int64, len(inst))
 	for i, in := range inst {
-		out[i] = scrapeCounter(in.http, "fencepost_partitions_revoked_total")
+		out[i] = scrapeCounter(in.httpAddr(), "fencepost_partitions_revoked_total")
 	}
 	return out
+}
+
+// assignedNow reads how many partitions every instance has now, -1 where
+// it cannot.
+func (m *measurement) assignedNow(inst []*instance) []int64 {
+	out := make([]int64, len(inst))
+	for i, in := range inst {
+		out[i] = scrapeCounter(in.httpAddr(), assignedGauge)
+	}
+	return out
+}
+
+// sleep waits d, failing early if ctx ends or the reader stops.
+func sleep(ctx context.Context, d time.Duration, readDone <-chan error) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-readDone:
+		return fmt.Errorf("the reader of %q stopped: %v", outputT, err)
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // waitProcessing waits until every input partition has had records
@@ -577,7 +638,14 @@ func (m *measurement) count(t *tally, res *result) {
 		res.perKill = append(res.perKill, t.byPhase[int64(k)])
 	}
 	if m.o.mode == "rolling" {
-		res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
+		n, after := int32(m.o.partitions), stallAfter(m.o)
+		res.stalls, res.longestStall = t.stallsLocked(n, after)
+		res.baseline = t.windowStallsLocked(n, after, res.baseWindow)
+		for i := range res.restarts {
+			rr := &res.restarts[i]
+			rr.stalls = t.windowStallsLocked(n, after, window{from: rr.term, to: rr.term.Add(m.o.interval)})
+			rr.windowTotal, rr.windowP99, rr.longest, rr.pauseEnd = summarize(rr.stalls)
+		}
 	}
 }
 
@@ -706,6 +774,7 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		row("the same, p99 / max of one partition", "%v / %v", p99.Round(10*time.Millisecond), stalls[len(stalls)-1].Round(10*time.Millisecond))
 		row("longest gap of one partition", "%v", r.longestStall.Round(10*time.Millisecond))
 		fmt.Fprintf(w, "\npartitions given up by the others, per restart: %v\n", r.revokedByOthers)
+		r.printRolling(w, o)
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
 	fmt.Fprintf(w, "command: %s\n", commandLine(args))
