@@ -286,28 +286,34 @@ func (t *tally) reached(ends kadm.ListedOffsets) bool {
 }
 
 // caughtUp reports whether group's committed offsets equal the end
-// offsets of topic on every partition, and the committed lag if not.
-func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) (bool, int64, error) {
+// offsets of topic on every partition, and the committed lag if not,
+// with the lagging partitions ("3: 1200/1450", committed/end).
+func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) (bool, int64, []string, error) {
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	if err := ends.Error(); err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	var lag int64
+	var lagging []string
 	ends.Each(func(e kadm.ListedOffset) {
 		at := int64(0)
 		if o, ok := offs.Lookup(topic, e.Partition); ok && o.At > 0 {
 			at = o.At
 		}
-		lag += max(e.Offset-at, 0)
+		if e.Offset > at {
+			lag += e.Offset - at
+			lagging = append(lagging, fmt.Sprintf("%d: %d/%d", e.Partition, at, e.Offset))
+		}
 	})
-	return lag == 0, lag, nil
+	slices.Sort(lagging)
+	return lag == 0, lag, lagging, nil
 }
 
 // endOffsets sums the end offsets of topic and returns them.

@@ -33,8 +33,8 @@
 // -membership chooses how the instances are in the group: eager (assignor
 // range), cooperative (cooperative-sticky, the default), static
 // (cooperative-sticky and a group_instance_id per instance slot),
-// consumer (Kafka 4's consumer protocol, KIP-848; give -session-timeout
-// the brokers' group.consumer.session.timeout.ms, 45s by default), or
+// consumer (Kafka 4's consumer protocol, KIP-848; -session-timeout is
+// then the brokers' group.consumer.session.timeout.ms default, 45s), or
 // franz (not the processor: a franz-go consumer with cooperative-sticky,
 // copying at-least-once with marked commits, for comparison).
 //
@@ -117,7 +117,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
 	fs.DurationVar(&o.txnTimeout, "transaction-timeout", 10*time.Second, "transaction_timeout (exactly_once): how long a killed instance's open transaction holds read_committed readers back")
 	fs.StringVar(&o.commitInterval, "commit-interval", "", "consumer.commit_interval in the config (empty: leave the key out, the default applies)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll)")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll, 45s (the brokers' default) with -membership consumer)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last restart, how long the group may take to commit everything")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the kill jitter (0: from the clock; the report prints it)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (config, logs); it is always kept on failure")
@@ -130,7 +130,13 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.sessionTimeout == 0 {
 		o.sessionTimeout = time.Second
-		if o.mode == "rolling" {
+		switch {
+		case o.membership == consumer:
+			// the brokers' group.consumer.session.timeout.ms default:
+			// the consumer protocol's coordinator sets it, and the
+			// member must not declare itself lost before
+			o.sessionTimeout = 45 * time.Second
+		case o.mode == "rolling":
 			o.sessionTimeout = 10 * time.Second
 		}
 	}
@@ -588,6 +594,7 @@ func (m *measurement) waitProcessing(ctx context.Context, t *tally, inst []*inst
 func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst []*instance) error {
 	start := time.Now()
 	var lag int64
+	var lagging []string
 	for time.Since(start) < m.o.settle {
 		for _, c := range inst {
 			if !c.running() {
@@ -595,7 +602,7 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 			}
 		}
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		done, l, err := caughtUp(qctx, adm, group, inputT)
+		done, l, lg, err := caughtUp(qctx, adm, group, inputT)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -604,10 +611,16 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 			m.logf("the group committed everything %v after the last restart", time.Since(start).Round(10*time.Millisecond))
 			return nil
 		}
-		lag = l
+		if err == nil {
+			lag, lagging = l, lg
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the group did not commit the end of %q within %v of the last restart (committed lag %d)", inputT, m.o.settle, lag)
+	if len(lagging) > 10 {
+		lagging = append(lagging[:10], fmt.Sprintf("... %d more", len(lagging)-10))
+	}
+	return fmt.Errorf("the group did not commit the end of %q within %v of the last restart (committed lag %d; partition: committed/end %v; assignment now %s)",
+		inputT, m.o.settle, lag, lagging, formatAssignment(m.assignedNow(inst)))
 }
 
 // count turns what the reader saw into the figures.
