@@ -93,6 +93,7 @@ type options struct {
 	interval       time.Duration
 	partitions     int
 	commitInterval string
+	concurrency    int    // consumer.concurrency (0: the default)
 	guarantee      string // at_least_once or exactly_once
 	txnTimeout     time.Duration
 	sessionTimeout time.Duration
@@ -117,6 +118,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
 	fs.DurationVar(&o.txnTimeout, "transaction-timeout", 10*time.Second, "transaction_timeout (exactly_once): how long a killed instance's open transaction holds read_committed readers back")
 	fs.StringVar(&o.commitInterval, "commit-interval", "", "consumer.commit_interval in the config (empty: leave the key out, the default applies)")
+	fs.IntVar(&o.concurrency, "concurrency", 0, "consumer.concurrency in the config (0: leave the key out, the default applies)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll, 45s (the brokers' default) with -membership consumer)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last restart, how long the group may take to commit everything")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the kill jitter (0: from the clock; the report prints it)")
@@ -718,6 +720,9 @@ consumer:
 `, strings.Join(brokers, ", "), group, inputT, o.sessionTimeout, o.sessionTimeout/10, 3*o.sessionTimeout)
 	if o.commitInterval != "" {
 		fmt.Fprintf(&b, "  commit_interval: %s\n", o.commitInterval)
+	}
+	if o.concurrency > 0 {
+		fmt.Fprintf(&b, "  concurrency: %d\n", o.concurrency)
 	}
 	switch o.membership {
 	case eager:
