@@ -108,3 +108,36 @@ func TestLogTimes(t *testing.T) {
 		t.Errorf("clockTime across midnight = %v, %v", at, ok)
 	}
 }
+
+// TestPrintRolling: the rolling section names the baseline, each
+// restart's window, the cost, the phases and the assignment's changes.
+func TestPrintRolling(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 1, 45, 0, 0, time.UTC)
+	s := func(d float64) time.Time { return t0.Add(time.Duration(d * float64(time.Second))) }
+	r := &result{
+		baseline: []windowStall{{total: time.Second, longest: time.Second}, {}},
+		restarts: []restartRecord{{
+			slot: 1, term: t0, exited: s(0.3), started: s(0.31), windowEnd: s(10),
+			before: []int64{21, 21, 22}, after: []int64{21, 21, 22},
+			changes:     []assignSample{{s(0.1), []int64{21, 21, 22}}, {s(0.35), []int64{21, -1, 22}}, {s(1.9), []int64{21, 21, 22}}},
+			newPhases:   map[string]time.Time{"joined the consumer group": s(1.5)},
+			oldPhases:   map[string]time.Time{"stopped": s(0.25)},
+			windowTotal: 5 * time.Second, windowP99: 3 * time.Second, longest: 3 * time.Second, pauseEnd: s(3.1),
+			firstPartitionsAtNewPID: s(1.9),
+		}},
+	}
+	var b strings.Builder
+	r.printRolling(&b, options{interval: 10 * time.Second, partitions: 2, rate: 2000})
+	out := b.String()
+	for _, want := range []string{
+		"| baseline: the 10s before the first restart | 1s | 1s | 1s |",
+		"| restart 1 (b): the 10s from its SIGTERM | 5s | 3s | 3s |",
+		"cost of one restart (mean restart window − baseline): 4s",
+		`exited +0.30s, started +0.31s; old "stopped" +0.25s; new "joined the consumer group" +1.50s; longest pause 3s ended +3.10s`,
+		"assignment before 21/21/22, after 21/21/22 (10s later); changes: +0.10s 21/21/22 +0.35s 21/-/22 +1.90s 21/21/22",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
