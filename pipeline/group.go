@@ -147,9 +147,14 @@ func (m *member) newGeneration(ctx context.Context, gm *group.Member, gen offset
 func (m *member) revoke(ctx context.Context, gm *group.Member, gen offsets.Generation, tps []offsetstore.TopicPartition, lost bool) {
 	if gen != m.gen && !lost {
 		// The member moved to a new generation before revoking (a
-		// cooperative rebalance): the coordinator moves too, keeping
-		// its partitions, so the final commit carries it.
-		m.newGeneration(ctx, gm, gen, nil)
+		// cooperative rebalance; under the consumer protocol, an epoch
+		// the coordinator moved it to with its partitions unchanged):
+		// the coordinator moves too, keeping its partitions, so the
+		// final commit carries it. Not under ctx: at a stop it has
+		// ended, and a send that gave up would leave the coordinator
+		// in the old generation, which then drops the revoke without
+		// draining or committing.
+		m.newGeneration(context.WithoutCancel(ctx), gm, gen, nil)
 	}
 	var mine []offsetstore.TopicPartition
 	for _, tp := range tps {

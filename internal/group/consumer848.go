@@ -347,7 +347,66 @@ func (s *runState) shutdown848(parent context.Context) {
 
 // commit848 is Commit for the consumer protocol: OffsetCommit v9 with the
 // member epoch.
+//
+// The coordinator moves a member to a new epoch when it answers one of
+// its heartbeats, often with its partitions unchanged, and until Kafka
+// 4.3 (KIP-1251) it refuses a commit under any other epoch with
+// STALE_MEMBER_EPOCH. A commit sent while that heartbeat's answer is on
+// its way is refused so, though the member still owns its partitions:
+// commit848 then waits (up to the session timeout, within ctx) for the
+// member to publish its new epoch, and if it still owns every partition
+// of offs, commits them again under it (so too when the member moved to a
+// new epoch while the commit was being prepared). Without that the owner would
+// take the commit as fenced and, its partitions unchanged, hear of no
+// new assignment that lets it commit again.
 func (m *Member) commit848(ctx context.Context, snap *snapshot, offs []Offset) error {
+	for attempt := 0; ; attempt++ {
+		err := m.commit848Once(ctx, snap, offs)
+		if err == nil || !(errors.Is(err, kerr.StaleMemberEpoch) || errors.Is(err, errEpochMoved)) || attempt == 2 {
+			return err
+		}
+		next, ok := m.newerSnapshot(ctx, snap, m.cfg.SessionTimeout)
+		if !ok || next.gen < 0 || next.memberID != snap.memberID || !ownsAll(next, offs) {
+			return err
+		}
+		m.cfg.Logger.Debug("commit refused under the member's previous epoch; committing again under its new one",
+			zap.String("group", m.cfg.Group), zap.Int32("epoch", snap.gen), zap.Int32("new_epoch", next.gen))
+		snap = next
+	}
+}
+
+// newerSnapshot waits up to d (and within ctx) for a snapshot of another
+// epoch (or member id) than snap's to be published, and returns it.
+func (m *Member) newerSnapshot(ctx context.Context, snap *snapshot, d time.Duration) (*snapshot, bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for cur := snap; ; {
+		select {
+		case <-cur.replaced:
+			cur = m.snap.Load()
+			if cur.gen != snap.gen || cur.memberID != snap.memberID {
+				return cur, true
+			}
+		case <-ctx.Done():
+			return nil, false
+		case <-t.C:
+			return nil, false
+		}
+	}
+}
+
+// ownsAll reports whether every partition of offs is assigned in snap.
+func ownsAll(snap *snapshot, offs []Offset) bool {
+	for _, o := range offs {
+		if !snap.owned[tp{o.Topic, o.Partition}] {
+			return false
+		}
+	}
+	return true
+}
+
+// commit848Once sends one commit of offs under snap's member epoch.
+func (m *Member) commit848Once(ctx context.Context, snap *snapshot, offs []Offset) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation, req.MemberID = m.cfg.Group, snap.gen, snap.memberID
 	if m.cfg.InstanceID != "" {

@@ -2,12 +2,17 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
@@ -106,6 +111,82 @@ func TestConsumerProtocolStaticRestart(t *testing.T) {
 	}
 	if !slices.Equal(l.owned()["a"], before["a"]) {
 		t.Errorf("a owns %v, want %v", l.owned()["a"], before["a"])
+	}
+	if err := l.err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The coordinator moves a member to a new epoch when it answers a
+// heartbeat, often with its partitions unchanged (here: another member
+// joins, subscribed to another topic), and Kafka before 4.3 refuses a
+// commit under any other epoch (STALE_MEMBER_EPOCH). A commit refused so
+// while the member still owns its partitions is sent again under the new
+// epoch: it succeeds, rather than reporting the generation ended, which
+// would leave the owner, told of no new assignment, never committing
+// again.
+func TestConsumerProtocolCommitRetriesStaleEpoch(t *testing.T) {
+	c := new848Cluster(t)
+	c.CreateTopic(t, "t", 2)
+	c.CreateTopic(t, "u", 1)
+	l := newLedger()
+	a := startMember(t, l, "a", config848(c, ""), memberOpts{commitOnRev: true})
+	l.waitFor(t, 10*time.Second, "a owns both", func(o map[string][]offsetstore.TopicPartition) bool { return len(o["a"]) == 2 })
+	as, _ := lastAssigned(l.eventsOf("a"))
+	first := int32(as.Generation)
+	assignedBefore := len(l.eventsOf("a"))
+
+	// kfake accepts a commit under an older epoch (KIP-1251); Kafka 4.1
+	// does not: refuse those under the first epoch as it would.
+	var refused atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.OffsetCommitRequest)
+		if r.Generation != first {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, kerr.StaleMemberEpoch.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	done := make(chan error, 1)
+	go func() {
+		done <- a.m.Commit(context.Background(), []Offset{{TopicPartition: offsetstore.TopicPartition{Topic: "t", Partition: 1}, Offset: 11, LeaderEpoch: 0}})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for refused.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if refused.Load() == 0 {
+		t.Fatal("the commit never reached the coordinator under the first epoch")
+	}
+	// b moves the group, and a at its next heartbeat, to a new epoch
+	bcfg := config848(c, "")
+	bcfg.Topics = []string{"u"}
+	startMember(t, l, "b", bcfg, memberOpts{commitOnRev: true})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("commit: %v (fenced: %v)", err, errors.Is(err, offsets.ErrGenerationEnded))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the commit did not return")
+	}
+	if got := c.Committed(t, "g", "t"); got[1] != 11 {
+		t.Errorf("committed %v, want 1:11", got)
+	}
+	if n := len(l.eventsOf("a")); n != assignedBefore {
+		t.Errorf("a had %d more events; its partitions were not to change", n-assignedBefore)
 	}
 	if err := l.err(); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,10 @@
 // incremental by design, and the member acknowledges a revoke (by no
 // longer listing the partitions it owns) only after Revoke.Done. A static
 // member leaves with epoch -2, so the coordinator keeps its assignment for
-// the session timeout. Commits use OffsetCommit v9 with the member epoch.
+// the session timeout. Commits use OffsetCommit v9 with the member epoch;
+// one refused as STALE_MEMBER_EPOCH because the coordinator moved the
+// member to a new epoch (Kafka before 4.3 accepts only the current one)
+// is sent again under it while the member still owns the partitions.
 // The same events and Commit serve both protocols.
 //
 // Exactly-once: set [Config.RequireStable] when input is read

@@ -108,6 +108,17 @@ type snapshot struct {
 	gen      int32
 	memberID string
 	owned    map[tp]bool
+	// replaced is closed when a newer snapshot is published.
+	replaced chan struct{}
+}
+
+// setSnap publishes snap in place of the current snapshot, and tells
+// whoever waits on the old one (only New and the Run goroutine publish).
+func (m *Member) setSnap(snap *snapshot) {
+	snap.replaced = make(chan struct{})
+	if old := m.snap.Swap(snap); old != nil {
+		close(old.replaced)
+	}
 }
 
 // New returns a member for cfg; it joins when Run starts.
@@ -118,7 +129,7 @@ func New(cfg Config) (*Member, error) {
 	}
 	m := &Member{cfg: cfg, events: make(chan Event), commit: make(chan *conn, 1)}
 	m.commit <- nil
-	m.snap.Store(&snapshot{gen: -1})
+	m.setSnap(&snapshot{gen: -1})
 	return m, nil
 }
 
@@ -185,6 +196,10 @@ type runState struct {
 
 var errLost = errors.New("the member's session ended")
 
+// errEpochMoved: the member published a new generation (member epoch)
+// while a commit under the previous one was being prepared.
+var errEpochMoved = errors.New("the member moved to a new epoch")
+
 type fatalError struct{ error }
 
 func (e fatalError) Unwrap() error { return e.error }
@@ -246,7 +261,7 @@ func (s *runState) publish() {
 	for k := range s.owned {
 		owned[k] = true
 	}
-	s.m.snap.Store(&snapshot{gen: s.gen, memberID: s.memberID, owned: owned})
+	s.m.setSnap(&snapshot{gen: s.gen, memberID: s.memberID, owned: owned})
 }
 
 // lose gives up every partition without a revoke and forgets the
@@ -323,7 +338,7 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 		// (Not cut short by ctx: a commit in flight is bounded by its
 		// own deadline, and a member stopping between JoinGroup and
 		// SyncGroup is what the group would wait on.)
-		s.m.snap.Store(&snapshot{gen: -1})
+		s.m.setSnap(&snapshot{gen: -1})
 		c := <-s.m.commit
 		s.m.commit <- c
 	}
@@ -911,8 +926,11 @@ func (s *runState) shutdown(parent context.Context) {
 // offsets.ErrGenerationEnded if the member is not in a generation, a
 // partition is not assigned to it, or the coordinator fenced the commit
 // (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
-// FENCED_INSTANCE_ID): those offsets must not be committed again. Safe
-// for concurrent use; calls are serialized.
+// FENCED_INSTANCE_ID; with the consumer protocol FENCED_MEMBER_EPOCH, and
+// STALE_MEMBER_EPOCH unless the member, moved to a new epoch, still owns
+// the partitions: then they are committed again under it): those offsets
+// must not be committed again. Safe for concurrent use; calls are
+// serialized.
 func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 	return m.commitOffsets(ctx, offs)
 }
@@ -1001,7 +1019,7 @@ func (m *Member) commitWith(ctx context.Context, snap *snapshot, epochName strin
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		if cur := m.snap.Load(); cur.gen != snap.gen || cur.memberID != snap.memberID {
-			return fmt.Errorf("commit to group %q: %s %d ended: %w", m.cfg.Group, epochName, snap.gen, offsets.ErrGenerationEnded)
+			return fmt.Errorf("commit to group %q: %s %d ended: %w: %w", m.cfg.Group, epochName, snap.gen, errEpochMoved, offsets.ErrGenerationEnded)
 		}
 		if c == nil || c.err != nil {
 			c.close()

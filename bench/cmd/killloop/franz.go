@@ -29,8 +29,11 @@ const franzWorkerCommand = "franz-worker"
 // (cooperative-sticky, its default): it produces a poll's records, waits
 // for their acknowledgement, marks them, and commits marked offsets every
 // 100ms (as the processor's commit_interval), on every revoke and when it
-// stops (SIGTERM). It serves the count of partitions it gave up on
-// -http, under the processor's metric name.
+// stops (SIGTERM). It serves the count of partitions it gave up and of
+// those it has on -http, under the processor's metric names, and logs
+// the moments of a restart's phases with the processor's messages and
+// time format ("starting", "joined the consumer group" when partitions
+// are assigned, "signal received", "stopped").
 func franzWorker(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet(franzWorkerCommand, flag.ContinueOnError)
 	brokers := fs.String("brokers", "", "bootstrap brokers, comma separated")
@@ -43,13 +46,21 @@ func franzWorker(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "franz-worker: -brokers is required")
 		return 2
 	}
+	logf := func(msg string) { fmt.Fprintf(stderr, "%s\tINFO\t%s\n", time.Now().Format("15:04:05.000"), msg) }
+	logf("starting")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var revoked atomic.Int64
-	count := func(ps map[string][]int32) {
+	context.AfterFunc(ctx, func() { logf("signal received") })
+	var revoked, assigned atomic.Int64
+	size := func(ps map[string][]int32) (n int64) {
 		for _, p := range ps {
-			revoked.Add(int64(len(p)))
+			n += int64(len(p))
 		}
+		return n
+	}
+	count := func(ps map[string][]int32) {
+		revoked.Add(size(ps))
+		assigned.Add(-size(ps))
 	}
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
@@ -65,11 +76,16 @@ func franzWorker(args []string, stderr io.Writer) int {
 			}
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) { count(ps) }),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+			assigned.Add(size(ps))
+			logf(fmt.Sprintf("joined the consumer group\t{\"added\": %d}", size(ps)))
+		}),
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, "franz-worker:", err)
 		return 1
 	}
+	defer logf("stopped")
 	defer cl.Close() // commits what is marked, leaves the group
 	if *addr != "" {
 		l, err := net.Listen("tcp", *addr)
@@ -78,7 +94,7 @@ func franzWorker(args []string, stderr io.Writer) int {
 			return 1
 		}
 		srv := &http.Server{ReadHeaderTimeout: time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprintf(w, "fencepost_partitions_revoked_total %d\n", revoked.Load())
+			fmt.Fprintf(w, "fencepost_partitions_revoked_total %d\n%s %d\n", revoked.Load(), assignedGauge, assigned.Load())
 		})}
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()

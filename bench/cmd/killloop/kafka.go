@@ -172,6 +172,60 @@ func (t *tally) stallsLocked(partitions int32, after time.Duration) (perPartitio
 	return perPartition, longest
 }
 
+// window is a stretch of the run in which the gaps are measured.
+type window struct{ from, to time.Time }
+
+// windowStall is what a window's gaps of one input partition add up to.
+type windowStall struct {
+	total   time.Duration // the parts of the gaps of at least `after` inside the window
+	longest time.Duration // the longest such gap overlapping the window, whole
+	endedAt time.Time     // when the longest ended (zero: no gap)
+}
+
+// stallsIn measures, in w, the gaps of at least after between
+// consecutive times of ts (sorted): the total of their parts inside w,
+// and the longest gap overlapping w, whole (a pause that began just
+// before a restart is that restart's) with when it ended.
+func stallsIn(ts []time.Time, after time.Duration, w window) windowStall {
+	var s windowStall
+	for i := 1; i < len(ts); i++ {
+		a, b := ts[i-1], ts[i]
+		gap := b.Sub(a)
+		if gap < after || !b.After(w.from) || !a.Before(w.to) {
+			continue
+		}
+		from, to := a, b
+		if from.Before(w.from) {
+			from = w.from
+		}
+		if to.After(w.to) {
+			to = w.to
+		}
+		s.total += to.Sub(from)
+		if gap > s.longest {
+			s.longest, s.endedAt = gap, b
+		}
+	}
+	return s
+}
+
+// windowStalls is stallsIn for every input partition.
+func (t *tally) windowStalls(partitions int32, after time.Duration, w window) []windowStall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.windowStallsLocked(partitions, after, w)
+}
+
+// windowStallsLocked is windowStalls with t.mu held.
+func (t *tally) windowStallsLocked(partitions int32, after time.Duration, w window) []windowStall {
+	out := make([]windowStall, partitions)
+	for p := int32(0); p < partitions; p++ {
+		ts := slices.SortedFunc(slices.Values(t.seenAt[p]), func(a, b time.Time) int { return a.Compare(b) })
+		out[p] = stallsIn(ts, after, w)
+	}
+	return out
+}
+
 // read consumes every partition of topic from the start, with no group,
 // until ctx ends.
 func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
@@ -244,28 +298,34 @@ func (t *tally) reached(ends kadm.ListedOffsets) bool {
 }
 
 // caughtUp reports whether group's committed offsets equal the end
-// offsets of topic on every partition, and the committed lag if not.
-func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) (bool, int64, error) {
+// offsets of topic on every partition, and the committed lag if not,
+// with the lagging partitions ("3: 1200/1450", committed/end).
+func caughtUp(ctx context.Context, adm *kadm.Client, group, topic string) (bool, int64, []string, error) {
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	if err := ends.Error(); err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
-		return false, 0, err
+		return false, 0, nil, err
 	}
 	var lag int64
+	var lagging []string
 	ends.Each(func(e kadm.ListedOffset) {
 		at := int64(0)
 		if o, ok := offs.Lookup(topic, e.Partition); ok && o.At > 0 {
 			at = o.At
 		}
-		lag += max(e.Offset-at, 0)
+		if e.Offset > at {
+			lag += e.Offset - at
+			lagging = append(lagging, fmt.Sprintf("%d: %d/%d", e.Partition, at, e.Offset))
+		}
 	})
-	return lag == 0, lag, nil
+	slices.Sort(lagging)
+	return lag == 0, lag, lagging, nil
 }
 
 // endOffsets sums the end offsets of topic and returns them.

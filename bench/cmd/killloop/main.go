@@ -68,8 +68,8 @@
 // -membership chooses how the instances are in the group: eager (assignor
 // range), cooperative (cooperative-sticky, the default), static
 // (cooperative-sticky and a group_instance_id per instance slot),
-// consumer (Kafka 4's consumer protocol, KIP-848; give -session-timeout
-// the brokers' group.consumer.session.timeout.ms, 45s by default), or
+// consumer (Kafka 4's consumer protocol, KIP-848; -session-timeout is
+// then the brokers' group.consumer.session.timeout.ms default, 45s), or
 // franz (not the processor: a franz-go consumer with cooperative-sticky,
 // copying at-least-once with marked commits, for comparison).
 //
@@ -132,6 +132,7 @@ type options struct {
 	killBroker     bool          // SIGKILL one Apache Kafka node once, and restart it
 	partitions     int
 	commitInterval string
+	concurrency    int    // consumer.concurrency (0: the default)
 	guarantee      string // at_least_once or exactly_once
 	txnTimeout     time.Duration
 	sessionTimeout time.Duration
@@ -158,7 +159,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
 	fs.DurationVar(&o.txnTimeout, "transaction-timeout", 10*time.Second, "transaction_timeout (exactly_once): how long a killed instance's open transaction holds read_committed readers back")
 	fs.StringVar(&o.commitInterval, "commit-interval", "", "consumer.commit_interval in the config (empty: leave the key out, the default applies)")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll)")
+	fs.IntVar(&o.concurrency, "concurrency", 0, "consumer.concurrency in the config (0: leave the key out, the default applies)")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", 0, "consumer.session_timeout (heartbeat_interval is a tenth, rebalance_timeout three times; default 1s to kill, 10s to roll, 45s (the brokers' default) with -membership consumer)")
 	fs.DurationVar(&o.settle, "settle", time.Minute, "after the last restart, how long the group may take to commit everything")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the kill jitter (0: from the clock; the report prints it)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (config, logs); it is always kept on failure")
@@ -171,7 +173,13 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.sessionTimeout == 0 {
 		o.sessionTimeout = time.Second
-		if o.mode == "rolling" {
+		switch {
+		case o.membership == consumer:
+			// the brokers' group.consumer.session.timeout.ms default:
+			// the consumer protocol's coordinator sets it, and the
+			// member must not declare itself lost before
+			o.sessionTimeout = 45 * time.Second
+		case o.mode == "rolling":
 			o.sessionTimeout = 10 * time.Second
 		}
 	}
@@ -313,7 +321,10 @@ type result struct {
 	brokerDups int64 // duplicates seen from the broker kill to the next restart
 	// exactly_once: records in "out" of aborted transactions (read
 	// uncommitted, not read committed)
-	aborted int64
+	aborted    int64
+	baseWindow window        // the interval before the first restart
+	baseline   []windowStall // per input partition, in baseWindow
+	restarts   []restartRecord
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -399,24 +410,25 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			return nil, err
 		}
 	}
+	samp := &sampler{}
 	if o.mode == "rolling" {
-		// a rolling restart starts from a settled group
+		sampCtx, stopSampling := context.WithCancel(ctx)
+		defer stopSampling()
+		go samp.run(sampCtx, inst, 200*time.Millisecond)
+		// a rolling restart starts from a settled group: every
+		// partition processed, then one more interval (rebalances of
+		// the start may still finish) before the baseline window, the
+		// interval before the first restart
 		if err := m.waitProcessing(ctx, t, inst, readDone); err != nil {
+			return nil, err
+		}
+		if err := sleep(ctx, o.interval, readDone); err != nil {
 			return nil, err
 		}
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.seed), 0))
-	// sleep waits d, failing if the run is cancelled or the reader stops.
-	sleep := func(d time.Duration) error {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-readDone:
-			return fmt.Errorf("the reader of %q stopped: %v", outputT, err)
-		case <-time.After(d):
-			return nil
-		}
-	}
+	// pause waits d, failing if the run is cancelled or the reader stops.
+	pause := func(d time.Duration) error { return sleep(ctx, d, readDone) }
 	jittered := func() time.Duration {
 		if o.mode == "rolling" {
 			return o.interval
@@ -438,7 +450,7 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 	for k := 1; k <= m.restarts(); k++ {
 		wait := jittered()
-		if err := sleep(wait); err != nil {
+		if err := pause(wait); err != nil {
 			return nil, err
 		}
 		for _, c := range inst {
@@ -449,6 +461,11 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		closeWindow()
 		v := inst[(k-1)%len(inst)]
 		before := m.revokedTotals(inst)
+		rr := restartRecord{slot: v.slot, oldLog: v.log, before: m.assignedNow(inst)}
+		if k == 1 {
+			res.baseWindow = window{from: time.Now().Add(-o.interval), to: time.Now()}
+		}
+		rr.term = time.Now()
 		old := v.child
 		switch o.mode {
 		case "zombie":
@@ -473,16 +490,18 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			}
 		}
 		if o.mode != "zombie" {
+			rr.exited = time.Now()
 			m.phase.Store(int64(k))
 			if err := m.startInstance(v); err != nil {
 				return nil, err
 			}
+			rr.started, rr.newLog = time.Now(), v.log
 			m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
 				k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
 		}
 		if o.mode == "rolling" {
 			// let the rebalance it causes finish before counting
-			if err := sleep(o.interval); err != nil {
+			if err := sleep(ctx, o.interval, readDone); err != nil {
 				return nil, err
 			}
 			after := m.revokedTotals(inst)
@@ -493,15 +512,27 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 				}
 			}
 			res.revokedByOthers = append(res.revokedByOthers, n)
+			rr.revokedByOthers = n
+			rr.after, rr.windowEnd = m.assignedNow(inst), time.Now()
+			rr.changes = assignmentChanges(samp.between(rr.term, rr.windowEnd))
+			for _, c := range rr.changes {
+				if c.at.After(rr.started) && c.n[v.slot] > 0 {
+					rr.firstPartitionsAtNewPID = c.at
+					break
+				}
+			}
+			rr.oldPhases = readLogTimes(rr.oldLog, oldPhaseMsgs, rr.term, rr.term.Add(-time.Second))
+			rr.newPhases = readLogTimes(rr.newLog, newPhaseMsgs, rr.started, rr.started.Add(-time.Second))
+			res.restarts = append(res.restarts, rr)
 		}
 		if k == brokerKillAfter {
 			// after the records of restart k were processed again
-			if err := sleep(jittered()); err != nil {
+			if err := pause(jittered()); err != nil {
 				return nil, err
 			}
 			closeWindow()
 			m.phase.Store(brokerPhase)
-			bk, err := m.killBroker(ctx, adm, inst, sleep)
+			bk, err := m.killBroker(ctx, adm, inst, pause)
 			if err != nil {
 				return nil, err
 			}
@@ -510,7 +541,7 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 	if awake != nil {
 		// records flow on while the last zombie wakes up
-		if err := sleep(o.interval); err != nil {
+		if err := pause(o.interval); err != nil {
 			return nil, err
 		}
 	}
@@ -604,8 +635,16 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 type instance struct {
 	slot   int
 	starts int
-	http   string // the metrics address of the process running now
+	http   atomic.Pointer[string] // the metrics address of the process running now
 	*child
+}
+
+// httpAddr is the metrics address of the process running in the slot now.
+func (in *instance) httpAddr() string {
+	if a := in.http.Load(); a != nil {
+		return *a
+	}
+	return ""
 }
 
 // startInstance starts (or restarts) the process of slot i.
@@ -615,18 +654,19 @@ func (m *measurement) startInstance(in *instance) error {
 	if err != nil {
 		return err
 	}
-	in.http = fmt.Sprintf("127.0.0.1:%d", port)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	in.http.Store(&addr)
 	name := fmt.Sprintf("instance-%c%d", 'a'+in.slot, in.starts)
 	var c *child
 	if m.o.membership == franz {
 		c, err = m.procs.start(m.dir, name, m.bin, franzWorkerCommand, "-brokers", strings.Join(m.addrs, ","),
-			"-group", group, "-in", inputT, "-out", outputT, "-http", in.http, "-session-timeout", m.o.sessionTimeout.String())
+			"-group", group, "-in", inputT, "-out", outputT, "-http", addr, "-session-timeout", m.o.sessionTimeout.String())
 	} else {
 		cfg, werr := writeConfig(m.dir, m.addrs, m.o, in.slot)
 		if werr != nil {
 			return werr
 		}
-		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", in.http, "--progress", "0")
+		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", addr, "--progress", "0")
 	}
 	in.child = c
 	return err
@@ -637,9 +677,31 @@ func (m *measurement) startInstance(in *instance) error {
 func (m *measurement) revokedTotals(inst []*instance) []int64 {
 	out := make([]int64, len(inst))
 	for i, in := range inst {
-		out[i] = scrapeCounter(in.http, "fencepost_partitions_revoked_total")
+		out[i] = scrapeCounter(in.httpAddr(), "fencepost_partitions_revoked_total")
 	}
 	return out
+}
+
+// assignedNow reads how many partitions every instance has now, -1 where
+// it cannot.
+func (m *measurement) assignedNow(inst []*instance) []int64 {
+	out := make([]int64, len(inst))
+	for i, in := range inst {
+		out[i] = scrapeCounter(in.httpAddr(), assignedGauge)
+	}
+	return out
+}
+
+// sleep waits d, failing early if ctx ends or the reader stops.
+func sleep(ctx context.Context, d time.Duration, readDone <-chan error) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-readDone:
+		return fmt.Errorf("the reader of %q stopped: %v", outputT, err)
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // waitProcessing waits until every input partition has had records
@@ -671,6 +733,7 @@ func (m *measurement) waitProcessing(ctx context.Context, t *tally, inst []*inst
 func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst []*instance) error {
 	start := time.Now()
 	var lag int64
+	var lagging []string
 	for time.Since(start) < m.o.settle {
 		for _, c := range inst {
 			if !c.running() {
@@ -678,7 +741,7 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 			}
 		}
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		done, l, err := caughtUp(qctx, adm, group, inputT)
+		done, l, lg, err := caughtUp(qctx, adm, group, inputT)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -687,10 +750,16 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 			m.logf("the group committed everything %v after the last restart", time.Since(start).Round(10*time.Millisecond))
 			return nil
 		}
-		lag = l
+		if err == nil {
+			lag, lagging = l, lg
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the group did not commit the end of %q within %v of the last restart (committed lag %d)", inputT, m.o.settle, lag)
+	if len(lagging) > 10 {
+		lagging = append(lagging[:10], fmt.Sprintf("... %d more", len(lagging)-10))
+	}
+	return fmt.Errorf("the group did not commit the end of %q within %v of the last restart (committed lag %d; partition: committed/end %v; assignment now %s)",
+		inputT, m.o.settle, lag, lagging, formatAssignment(m.assignedNow(inst)))
 }
 
 // count turns what the reader saw into the figures.
@@ -722,7 +791,16 @@ func (m *measurement) count(t *tally, res *result) {
 	for k := 1; k <= m.restarts(); k++ {
 		res.perKill = append(res.perKill, t.byPhase[int64(k)])
 	}
-	res.stalls, res.longestStall = t.stallsLocked(int32(m.o.partitions), stallAfter(m.o))
+	n, after := int32(m.o.partitions), stallAfter(m.o)
+	res.stalls, res.longestStall = t.stallsLocked(n, after)
+	if m.o.mode == "rolling" {
+		res.baseline = t.windowStallsLocked(n, after, res.baseWindow)
+		for i := range res.restarts {
+			rr := &res.restarts[i]
+			rr.stalls = t.windowStallsLocked(n, after, window{from: rr.term, to: rr.term.Add(m.o.interval)})
+			rr.windowTotal, rr.windowP99, rr.longest, rr.pauseEnd = summarize(rr.stalls)
+		}
+	}
 }
 
 // stallAfter is the gap between two records processed of one input
@@ -781,6 +859,9 @@ consumer:
 `, strings.Join(brokers, ", "), group, inputT, o.sessionTimeout, o.sessionTimeout/10, 3*o.sessionTimeout)
 	if o.commitInterval != "" {
 		fmt.Fprintf(&b, "  commit_interval: %s\n", o.commitInterval)
+	}
+	if o.concurrency > 0 {
+		fmt.Fprintf(&b, "  concurrency: %d\n", o.concurrency)
 	}
 	switch o.membership {
 	case eager:
@@ -888,6 +969,7 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		row("the same, p99 / max of one partition", "%v / %v", p99.Round(10*time.Millisecond), stalls[len(stalls)-1].Round(10*time.Millisecond))
 		row("longest gap of one partition", "%v", r.longestStall.Round(10*time.Millisecond))
 		fmt.Fprintf(w, "\npartitions given up by the others, per restart: %v\n", r.revokedByOthers)
+		r.printRolling(w, o)
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
 	if len(r.firstDups) > 0 {
