@@ -4,6 +4,7 @@
 //
 //	go run -C bench/compare ./cmd/report           # the full suite
 //	go run -C bench/compare ./cmd/report -quick    # a smoke run: few records, one repetition
+//	go run -C bench/compare ./cmd/report -only pipeline,latency -variants fencepost-defaults,fencepost-exactly-once
 //
 // It builds the processor (cmd/processor), the Benthos binary
 // (bench/compare/cmd/benthos) and the consumption benchmarks (go test -c

@@ -168,6 +168,13 @@ func TestVariantsOfTheSuite(t *testing.T) {
 	if err := s.checkVariants(); err != nil {
 		t.Errorf("checkVariants: %v", err)
 	}
+	if s.needsBenthos() {
+		t.Error("fencepost variants only, but the suite would build Benthos")
+	}
+	s.pick = nil
+	if !s.needsBenthos() {
+		t.Error("every variant, but the suite would not build Benthos")
+	}
 	s.pick, _ = parseVariants("fencepost-low-latency")
 	if err := s.checkVariants(); err == nil {
 		t.Error("checkVariants accepts a filter that leaves the pipeline phase with nothing to run")

@@ -128,19 +128,25 @@ func (s *suite) consumeWeight(phase string) int {
 	}
 }
 
-// build compiles the three programs into the work directory.
+// build compiles the programs the phases to run need into the work
+// directory: always the processor (it is the broker too); Benthos if a
+// Benthos variant is picked, the consumption benchmarks for their
+// phases.
 func (s *suite) build(ctx context.Context) error {
 	s.bins.processor = filepath.Join(s.work, "processor")
 	s.bins.benthos = filepath.Join(s.work, "benthos")
 	s.bins.benchTest = filepath.Join(s.work, "bench.test")
-	steps := []struct {
+	type step struct {
 		what, dir string
 		args      []string
 		weight    int
-	}{
-		{"build the processor (cmd/processor)", s.lay.root, []string{"build", "-o", s.bins.processor, "./cmd/processor"}, 15},
-		{"build Benthos v4.27.0 (bench/compare/cmd/benthos)", s.lay.compare, []string{"build", "-o", s.bins.benthos, "./cmd/benthos"}, 30},
-		{"build the consumption benchmarks (go test -c ./bench)", s.lay.root, []string{"test", "-c", "-o", s.bins.benchTest, "./bench"}, 15},
+	}
+	steps := []step{{"build the processor (cmd/processor)", s.lay.root, []string{"build", "-o", s.bins.processor, "./cmd/processor"}, 15}}
+	if s.needsBenthos() {
+		steps = append(steps, step{"build Benthos v4.27.0 (bench/compare/cmd/benthos)", s.lay.compare, []string{"build", "-o", s.bins.benthos, "./cmd/benthos"}, 30})
+	}
+	if s.phases["raw"] || s.phases["partitions"] || s.phases["brokers3"] {
+		steps = append(steps, step{"build the consumption benchmarks (go test -c ./bench)", s.lay.root, []string{"test", "-c", "-o", s.bins.benchTest, "./bench"}, 15})
 	}
 	for _, st := range steps {
 		end := s.prog.step(st.what, st.weight)
@@ -151,6 +157,25 @@ func (s *suite) build(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// needsBenthos reports whether a phase to run has a Benthos variant.
+func (s *suite) needsBenthos() bool {
+	var vs []pipebench.Variant
+	if s.phases["pipeline"] {
+		vs = append(vs, s.pipelineVariants()...)
+	}
+	if s.phases["latency"] {
+		for _, v := range s.latencyVariants() {
+			vs = append(vs, v.Variant)
+		}
+	}
+	for _, v := range vs {
+		if v.Engine == pipebench.Benthos {
+			return true
+		}
+	}
+	return false
 }
 
 // pipelinePhases loads the shop events into a broker of their own and
