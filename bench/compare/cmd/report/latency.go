@@ -11,19 +11,34 @@ import (
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/report"
 )
 
-// latencyVariants are the configurations the latency phase runs: each
-// engine at its defaults and at the settings that minimise latency.
-func (s *suite) latencyVariants() []report.LatencyVariant {
+// allLatencyVariants are the configurations the latency phase can run:
+// each engine at its defaults and at the settings that minimise latency,
+// and fencepost at its defaults with exactly-once (read read_committed,
+// so its figures include the wait for the transaction's commit).
+func (s *suite) allLatencyVariants() []report.LatencyVariant {
 	return []report.LatencyVariant{
 		{Variant: pipebench.Variant{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
 			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "fencepost, low latency", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-latency.yaml")},
 			Settings: "`concurrency: 8`, `ordering: key`"},
+		{Variant: pipebench.Variant{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
+			Settings: "`guarantee: exactly_once` (read read_committed)"},
 		{Variant: pipebench.Variant{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
 			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "Benthos, low latency", Engine: pipebench.Benthos, Config: s.configPath("benthos-latency.yaml")},
 			Settings: "output `max_in_flight: 64`"},
 	}
+}
+
+// latencyVariants are the variants -variants picks of allLatencyVariants.
+func (s *suite) latencyVariants() []report.LatencyVariant {
+	var out []report.LatencyVariant
+	for _, v := range s.allLatencyVariants() {
+		if s.pick.picks(v.Name) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // latency runs the latency benchmark at half the best throughput (or
@@ -136,7 +151,7 @@ func (s *suite) latencyRun(ctx context.Context, env pipebench.Env, adm *kafkaio.
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	cfg.Input, cfg.Watch = input, output
+	cfg.Input, cfg.Watch, cfg.ReadCommitted = input, output, v.ExactlyOnce
 	cpu0, err := child.CPU()
 	if err != nil {
 		return report.LatencyRun{}, err

@@ -4,6 +4,7 @@
 //
 //	go run -C bench/compare ./cmd/report           # the full suite
 //	go run -C bench/compare ./cmd/report -quick    # a smoke run: few records, one repetition
+//	go run -C bench/compare ./cmd/report -only pipeline,latency -variants fencepost-defaults,fencepost-exactly-once
 //
 // It builds the processor (cmd/processor), the Benthos binary
 // (bench/compare/cmd/benthos) and the consumption benchmarks (go test -c
@@ -40,6 +41,7 @@ type options struct {
 	latencyRate   int
 	latencyLow    int
 	only          string
+	variants      string
 	out           string
 	keep          bool
 	timeout       time.Duration
@@ -65,6 +67,7 @@ func run(args []string) int {
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "events/s of the main latency runs; 0: half the best median throughput of the pipeline phase")
 	fs.IntVar(&o.latencyLow, "latency-low-rate", 5000, "events/s of a second set of latency runs, at a moderate rate; 0: none")
 	fs.StringVar(&o.only, "only", strings.Join(allPhases, ","), "comma-separated phases to run: "+strings.Join(allPhases, ", "))
+	fs.StringVar(&o.variants, "variants", "", "comma-separated variants of the pipeline and latency phases to run, each a variant's name in lower case with dashes (fencepost-exactly-once) or its first words (fencepost: every fencepost variant); empty: all")
 	fs.StringVar(&o.out, "out", "", "directory for the report and charts (default: bench/results of the repository)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, configs, every process's log)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest one pipeline run may take")
@@ -92,6 +95,11 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "report:", err)
 		return 2
 	}
+	pick, err := parseVariants(o.variants)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		return 2
+	}
 	if o.runs < 1 || o.records < 4 || o.scaleRecords < 1 || o.partitions < 1 || o.latencyFor <= o.latencyWarmup {
 		fmt.Fprintln(os.Stderr, "report: -runs, -records, -scale-records and -partitions must be positive, and -latency-for longer than -latency-warmup")
 		return 2
@@ -105,7 +113,7 @@ func run(args []string) int {
 		return 1
 	}
 	procs := proc.NewGroup(work)
-	s := &suite{opts: o, phases: phases, work: work, procs: procs, args: args}
+	s := &suite{opts: o, phases: phases, pick: pick, work: work, procs: procs, args: args}
 	err = s.run(ctx)
 	procs.StopAll(10 * time.Second) // whatever happened, nothing stays behind
 	switch {
@@ -123,6 +131,56 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// variantFilter picks variants by name; the zero value picks all.
+type variantFilter []string
+
+// parseVariants parses -variants: a comma-separated list of slugs.
+func parseVariants(list string) (variantFilter, error) {
+	var f variantFilter
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if slug(v) != v {
+			return nil, fmt.Errorf("-variants: %q is not a name in lower case with dashes (like %q)", v, slug(v))
+		}
+		f = append(f, v)
+	}
+	return f, nil
+}
+
+// picks reports whether the variant called name runs: every one with no
+// filter, else one whose slug is an item of f or begins with one and a
+// dash ("fencepost" picks "fencepost, defaults" and "fencepost, tuned").
+func (f variantFilter) picks(name string) bool {
+	if len(f) == 0 {
+		return true
+	}
+	s := slug(name)
+	for _, v := range f {
+		if s == v || strings.HasPrefix(s, v+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// unmatched returns the items of f that pick none of names.
+func (f variantFilter) unmatched(names []string) []string {
+	var out []string
+	for _, v := range f {
+		found := false
+		for _, n := range names {
+			found = found || variantFilter{v}.picks(n)
+		}
+		if !found {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func parsePhases(list string) (map[string]bool, error) {

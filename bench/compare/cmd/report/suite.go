@@ -23,6 +23,7 @@ import (
 type suite struct {
 	opts   options
 	phases map[string]bool
+	pick   variantFilter // -variants
 	work   string
 	procs  *proc.Group
 	args   []string
@@ -44,6 +45,9 @@ func (s *suite) run(ctx context.Context) error {
 	}
 	s.rep = report.Report{Date: start, Runs: s.opts.runs, Machine: s.machine(),
 		Command: strings.TrimSpace("go run -C bench/compare ./cmd/report " + strings.Join(s.args, " "))}
+	if err := s.checkVariants(); err != nil {
+		return err
+	}
 	s.prog = newProgress(os.Stderr, s.estimate())
 	s.prog.logf("report: load average %s; work directory %s", s.rep.Machine.LoadBefore, s.work)
 	if err := s.build(ctx); err != nil {
@@ -83,15 +87,16 @@ func (s *suite) estimate() int {
 		n += 5 + int(o.records/50_000)
 	}
 	if s.phases["pipeline"] {
-		n += o.runs * s.pipelineWeight(pipebench.Fencepost) * 2
-		n += o.runs * s.pipelineWeight(pipebench.Benthos) * 2
+		for _, v := range s.pipelineVariants() {
+			n += o.runs * s.pipelineWeight(v.Engine)
+		}
 	}
 	if s.phases["latency"] {
 		rates := 1
 		if o.latencyLow > 0 {
 			rates++
 		}
-		n += rates * (1 + 4*o.runs) * s.latencyWeight()
+		n += rates * (1 + len(s.latencyVariants())*o.runs) * s.latencyWeight()
 	}
 	for _, p := range []string{"raw", "partitions", "brokers3"} {
 		if s.phases[p] {
@@ -123,19 +128,25 @@ func (s *suite) consumeWeight(phase string) int {
 	}
 }
 
-// build compiles the three programs into the work directory.
+// build compiles the programs the phases to run need into the work
+// directory: always the processor (it is the broker too); Benthos if a
+// Benthos variant is picked, the consumption benchmarks for their
+// phases.
 func (s *suite) build(ctx context.Context) error {
 	s.bins.processor = filepath.Join(s.work, "processor")
 	s.bins.benthos = filepath.Join(s.work, "benthos")
 	s.bins.benchTest = filepath.Join(s.work, "bench.test")
-	steps := []struct {
+	type step struct {
 		what, dir string
 		args      []string
 		weight    int
-	}{
-		{"build the processor (cmd/processor)", s.lay.root, []string{"build", "-o", s.bins.processor, "./cmd/processor"}, 15},
-		{"build Benthos v4.27.0 (bench/compare/cmd/benthos)", s.lay.compare, []string{"build", "-o", s.bins.benthos, "./cmd/benthos"}, 30},
-		{"build the consumption benchmarks (go test -c ./bench)", s.lay.root, []string{"test", "-c", "-o", s.bins.benchTest, "./bench"}, 15},
+	}
+	steps := []step{{"build the processor (cmd/processor)", s.lay.root, []string{"build", "-o", s.bins.processor, "./cmd/processor"}, 15}}
+	if s.needsBenthos() {
+		steps = append(steps, step{"build Benthos v4.27.0 (bench/compare/cmd/benthos)", s.lay.compare, []string{"build", "-o", s.bins.benthos, "./cmd/benthos"}, 30})
+	}
+	if s.phases["raw"] || s.phases["partitions"] || s.phases["brokers3"] {
+		steps = append(steps, step{"build the consumption benchmarks (go test -c ./bench)", s.lay.root, []string{"test", "-c", "-o", s.bins.benchTest, "./bench"}, 15})
 	}
 	for _, st := range steps {
 		end := s.prog.step(st.what, st.weight)
@@ -146,6 +157,25 @@ func (s *suite) build(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// needsBenthos reports whether a phase to run has a Benthos variant.
+func (s *suite) needsBenthos() bool {
+	var vs []pipebench.Variant
+	if s.phases["pipeline"] {
+		vs = append(vs, s.pipelineVariants()...)
+	}
+	if s.phases["latency"] {
+		for _, v := range s.latencyVariants() {
+			vs = append(vs, v.Variant)
+		}
+	}
+	for _, v := range vs {
+		if v.Engine == pipebench.Benthos {
+			return true
+		}
+	}
+	return false
 }
 
 // pipelinePhases loads the shop events into a broker of their own and
@@ -197,15 +227,60 @@ func (s *suite) pipelinePhases(ctx context.Context) error {
 // configPath is a configuration file of bench/compare/configs.
 func (s *suite) configPath(name string) string { return filepath.Join(s.lay.compare, "configs", name) }
 
+// allPipelineVariants are the configurations the pipeline phase can
+// run: each engine at its defaults and tuned for throughput, and
+// fencepost at its defaults with exactly-once.
+func (s *suite) allPipelineVariants() []pipebench.Variant {
+	return []pipebench.Variant{
+		{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
+		{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
+		{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
+		{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
+		{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
+	}
+}
+
+// pipelineVariants are the variants -variants picks of allPipelineVariants.
+func (s *suite) pipelineVariants() []pipebench.Variant {
+	var out []pipebench.Variant
+	for _, v := range s.allPipelineVariants() {
+		if s.pick.picks(v.Name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkVariants fails if -variants names a variant that no phase to run
+// has, or picks none in a phase that needs one.
+func (s *suite) checkVariants() error {
+	var names []string
+	if s.phases["pipeline"] {
+		for _, v := range s.allPipelineVariants() {
+			names = append(names, v.Name)
+		}
+		if len(s.pipelineVariants()) == 0 {
+			return fmt.Errorf("-variants %s picks no variant of the pipeline phase", s.opts.variants)
+		}
+	}
+	if s.phases["latency"] {
+		for _, v := range s.allLatencyVariants() {
+			names = append(names, v.Name)
+		}
+		if len(s.latencyVariants()) == 0 {
+			return fmt.Errorf("-variants %s picks no variant of the latency phase", s.opts.variants)
+		}
+	}
+	if bad := s.pick.unmatched(names); len(bad) > 0 {
+		return fmt.Errorf("-variants: %s picks no variant of the phases to run (%s)", strings.Join(bad, ", "), strings.Join(names, "; "))
+	}
+	return nil
+}
+
 func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.Input) error {
 	o := s.opts
 	p := &report.Pipeline{Records: in.Records, Partitions: in.Partitions, ValueBytes: valueSizes(in.Records)}
-	for _, v := range []pipebench.Variant{
-		{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
-		{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
-		{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
-		{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
-	} {
+	for _, v := range s.pipelineVariants() {
 		p.Variants = append(p.Variants, report.PipelineVariant{Variant: v})
 	}
 	s.rep.Pipeline = p

@@ -31,6 +31,11 @@ type Config struct {
 	For     time.Duration // how long to produce
 	Warmup  time.Duration // events produced in the first Warmup are not timed
 	Drain   time.Duration // how long to wait, after producing, for the last records
+	// ReadCommitted makes the consumer of Watch read_committed: it gets
+	// an output record only once the transaction that wrote it commits,
+	// as the users of an exactly-once pipeline do, so the figures include
+	// that visibility delay.
+	ReadCommitted bool
 }
 
 // Result is a measurement.
@@ -48,16 +53,15 @@ type Result struct {
 // Run measures. It produces for cfg.For at cfg.Rate, in steps of about
 // a millisecond, each record stamped (in its value's "ts", Unix
 // microseconds) just before its Produce call, with kgo and no linger.
-// The consumer reads Watch from the start, without a group, and times a
-// record when the poll that returned it returns.
+// The consumer reads Watch from the start, without a group (read_committed
+// with cfg.ReadCommitted), and times a record when the poll that returned
+// it returns.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	began := time.Now()
 	if cfg.Rate <= 0 || cfg.For <= cfg.Warmup {
 		return Result{}, fmt.Errorf("latency: rate %d and duration %v (warm-up %v) measure nothing", cfg.Rate, cfg.For, cfg.Warmup)
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ConsumeTopics(cfg.Watch),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
+	cons, err := kgo.NewClient(consumerOpts(cfg)...)
 	if err != nil {
 		return Result{}, err
 	}
@@ -107,6 +111,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := summarize(produced, rate, expected, lat, dups)
 	res.Took = time.Since(began)
 	return res, nil
+}
+
+// consumerOpts are the options of the consumer of cfg.Watch.
+func consumerOpts(cfg Config) []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Watch),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second)}
+	if cfg.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	return opts
 }
 
 // summarize sorts the samples and takes their percentiles.

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestRecorderTimesOnlyFromTheFirstTimedID(t *testing.T) {
@@ -73,4 +75,31 @@ func repeat(d time.Duration, n int) []time.Duration {
 		out[i] = d
 	}
 	return out
+}
+
+func TestConsumerIsolationFollowsReadCommitted(t *testing.T) {
+	isolation := func(opts ...kgo.Opt) any {
+		t.Helper()
+		cl, err := kgo.NewClient(opts...) // connects lazily: no broker needed
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return cl.OptValue(kgo.FetchIsolationLevel)
+	}
+	seed := kgo.SeedBrokers("127.0.0.1:1")
+	committed := isolation(seed, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	uncommitted := isolation(seed, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
+	if committed == uncommitted {
+		t.Fatalf("OptValue does not tell the isolation levels apart (%v)", committed)
+	}
+	for _, tc := range []struct {
+		readCommitted bool
+		want          any
+	}{{false, uncommitted}, {true, committed}} {
+		cfg := Config{Brokers: []string{"127.0.0.1:1"}, Watch: "out", ReadCommitted: tc.readCommitted}
+		if got := isolation(consumerOpts(cfg)...); got != tc.want {
+			t.Errorf("ReadCommitted %v: consumer isolation %v, want %v", tc.readCommitted, got, tc.want)
+		}
+	}
 }

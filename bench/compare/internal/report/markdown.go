@@ -31,6 +31,7 @@ func Write(dir string, r *Report) (string, error) {
 			return "", err
 		}
 	}
+	w.exactlyOnce(r)
 	if err := w.consume(r); err != nil {
 		return "", err
 	}
@@ -198,6 +199,13 @@ func (w *writer) pipeline(p *Pipeline, runs int) error {
 		"Peak RSS: the child's own high-water mark, VmHWM of /proc/PID/status, read when it is done (getrusage's maximum is not used: " +
 		"on Linux it includes this program's resident set at the moment it started the child, copied by vfork before exec). Output: the whole output topic read back " +
 		"and compared with what the generator implies (each purchase once, with the right key and fields).")
+	if hasExactlyOnce(p.Variants) {
+		w.p("Exactly-once variants (`guarantee: exactly_once`) write the output in Kafka transactions, one per commit interval, " +
+			"and are measured as a `read_committed` reader sees them: a run is done once the group has committed the end of every " +
+			"input partition, the output's end offsets add up to at least the expected records, *and* no output partition has an open " +
+			"transaction (last stable offset = end offset), so the last transaction's commit counts; *first output after* is the first " +
+			"transaction's commit; the output is read back `read_committed` (records of aborted transactions would not count).")
+	}
 	if err := w.chart("pipeline", "records/s and records per CPU-second per variant", func(path string) error {
 		return barChart(path, "Real pipeline: consume, JSON, filter 1 in 4, reshape, produce", "million records per second",
 			names, []series{{"records/s", rates}, {"records/CPU-s", perCPU}}, 1e6)
@@ -239,6 +247,13 @@ func (w *writer) latency(l *Latency, i int) error {
 		"process in a fresh group on fresh topics of the same broker; timing starts once the group holds every partition, and "+
 		"the first %v of each %v run is not timed. The floor row is the same producer and consumer on one topic with no pipeline: "+
 		"what the method itself adds. Producer, consumer, broker and pipeline share the machine's CPUs.", l.RateFrom, l.Warmup, l.For)
+	for _, v := range l.Variants {
+		if v.ExactlyOnce && len(v.Runs) > 0 {
+			w.p("For %s the consumer is `read_committed`, as that variant's users are: it gets an output record only once the "+
+				"transaction that wrote it commits, so the figures include the visibility delay of exactly-once (a transaction "+
+				"commits once per `consumer.commit_interval`, 100 ms by default, and waits for the pipeline to drain).", v.Name)
+		}
+	}
 	rows := [][]string{}
 	names := []string{}
 	var p50, p99, pmax []float64
@@ -281,6 +296,122 @@ func (w *writer) latency(l *Latency, i int) error {
 	return w.chart(name, "end-to-end latency percentiles per variant", func(path string) error {
 		return rangeChart(path, fmt.Sprintf("End-to-end latency at %d events/s", l.Rate), names, p50, p99, pmax)
 	})
+}
+
+// The at-least-once variant an exactly-once one is set against: the
+// same configuration without the guarantee.
+const atLeastOnceBaseline = "fencepost, defaults"
+
+// hasExactlyOnce reports whether an exactly-once variant of vs ran.
+func hasExactlyOnce(vs []PipelineVariant) bool {
+	for _, v := range vs {
+		if v.ExactlyOnce && len(v.Runs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// eosPair is an exactly-once variant's figures and those of
+// atLeastOnceBaseline, from one phase.
+type eosPair[M any] struct {
+	name      string // the exactly-once variant
+	eos, base M
+}
+
+// pipelinePairs are the exactly-once variants of p that ran, each with
+// the baseline, if it ran too.
+func pipelinePairs(p *Pipeline) []eosPair[Medians] {
+	if p == nil {
+		return nil
+	}
+	var base *Medians
+	for _, v := range p.Variants {
+		if v.Name == atLeastOnceBaseline && len(v.Runs) > 0 {
+			m := v.Medians()
+			base = &m
+		}
+	}
+	var out []eosPair[Medians]
+	for _, v := range p.Variants {
+		if v.ExactlyOnce && len(v.Runs) > 0 && base != nil {
+			out = append(out, eosPair[Medians]{v.Name, v.Medians(), *base})
+		}
+	}
+	return out
+}
+
+// latencyPairs is pipelinePairs for one latency rate.
+func latencyPairs(l *Latency) []eosPair[LatencyMedians] {
+	var base *LatencyMedians
+	for _, v := range l.Variants {
+		if v.Name == atLeastOnceBaseline && len(v.Runs) > 0 {
+			m := v.Medians()
+			base = &m
+		}
+	}
+	var out []eosPair[LatencyMedians]
+	for _, v := range l.Variants {
+		if v.ExactlyOnce && len(v.Runs) > 0 && base != nil {
+			out = append(out, eosPair[LatencyMedians]{v.Name, v.Medians(), *base})
+		}
+	}
+	return out
+}
+
+// latencyCell is a p50 or p99 for a table, marked when the variant fell
+// behind.
+func latencyCell(m LatencyMedians, d time.Duration) string {
+	switch {
+	case m.Received == 0:
+		return "none arrived"
+	case m.Received < m.Expected:
+		return "≥ " + msec(d)
+	}
+	return msec(d)
+}
+
+// exactlyOnce writes what exactly-once costs against the same
+// configuration at least once, from the tables above, if both ran.
+func (w *writer) exactlyOnce(r *Report) {
+	pp := pipelinePairs(r.Pipeline)
+	type lat struct {
+		rate int
+		ps   []eosPair[LatencyMedians]
+	}
+	var ls []lat
+	for _, l := range r.Latency {
+		if ps := latencyPairs(l); len(ps) > 0 {
+			ls = append(ls, lat{l.Rate, ps})
+		}
+	}
+	if len(pp) == 0 && len(ls) == 0 {
+		return
+	}
+	w.p("## Exactly-once cost")
+	w.p("The same pipeline and configuration with `guarantee: exactly_once` against `%s` (at-least-once), from the tables above "+
+		"(medians). Its output is read `read_committed` throughout, so the latency includes the wait for each transaction's commit.",
+		atLeastOnceBaseline)
+	if len(pp) > 0 {
+		var rows [][]string
+		for _, p := range pp {
+			rows = append(rows,
+				[]string{atLeastOnceBaseline, rate(p.base.RecordsPerSec), rate(p.base.RecordsPerCPUSec), mib(p.base.MaxRSS), "1", "1"},
+				[]string{p.name, rate(p.eos.RecordsPerSec), rate(p.eos.RecordsPerCPUSec), mib(p.eos.MaxRSS),
+					ratio(p.eos.RecordsPerSec / p.base.RecordsPerSec), ratio(p.eos.RecordsPerCPUSec / p.base.RecordsPerCPUSec)})
+		}
+		w.table([]string{"variant", "records/s", "records/CPU-s", "peak RSS", "records/s vs at-least-once", "records/CPU-s vs at-least-once"}, rows)
+	}
+	for _, l := range ls {
+		var rows [][]string
+		for _, p := range l.ps {
+			rows = append(rows,
+				[]string{atLeastOnceBaseline, latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99), latencyCell(p.base, p.base.Max), fmt.Sprintf("%.2f", p.base.Cores)},
+				[]string{p.name, latencyCell(p.eos, p.eos.P50), latencyCell(p.eos, p.eos.P99), latencyCell(p.eos, p.eos.Max), fmt.Sprintf("%.2f", p.eos.Cores)})
+		}
+		w.p("End-to-end latency at %d events/s:", l.rate)
+		w.table([]string{"variant", "p50", "p99", "max", "pipeline CPU (cores)"}, rows)
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -414,6 +545,17 @@ func (w *writer) summary(r *Report) {
 				lines = append(lines, fmt.Sprintf("Real pipeline, %s against %s: %s records/s, %s records per CPU-second; peak RSS %s against %s.",
 					pair[0], pair[1], ratio(a.RecordsPerSec/b.RecordsPerSec), ratio(a.RecordsPerCPUSec/b.RecordsPerCPUSec), mib(a.MaxRSS), mib(b.MaxRSS)))
 			}
+		}
+	}
+	for _, p := range pipelinePairs(r.Pipeline) {
+		lines = append(lines, fmt.Sprintf("Exactly-once cost, real pipeline, %s against %s: %s records/s, %s records per CPU-second.",
+			p.name, atLeastOnceBaseline, ratio(p.eos.RecordsPerSec/p.base.RecordsPerSec), ratio(p.eos.RecordsPerCPUSec/p.base.RecordsPerCPUSec)))
+	}
+	for _, l := range r.Latency {
+		for _, p := range latencyPairs(l) {
+			lines = append(lines, fmt.Sprintf("Exactly-once cost, end-to-end latency at %d events/s (read_committed): %s p50 %s, p99 %s; %s p50 %s, p99 %s.",
+				l.Rate, p.name, latencyCell(p.eos, p.eos.P50), latencyCell(p.eos, p.eos.P99),
+				atLeastOnceBaseline, latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99)))
 		}
 	}
 	for _, l := range r.Latency {

@@ -126,3 +126,104 @@ func TestWrite(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteExactlyOnceCost(t *testing.T) {
+	exact := events.Correctness{Expected: 250, Records: 250, Unique: 250}
+	ms := time.Millisecond
+	lat := func(p50, p99, mx time.Duration, samples int) LatencyRun {
+		return LatencyRun{Result: latency.Result{Expected: 10, Samples: samples, P50: p50, P99: p99, Max: mx, Rate: 5000, Took: time.Second}, CPU: 200 * ms}
+	}
+	defaults := pipebench.Variant{Name: "fencepost, defaults", Config: "configs/fencepost-defaults.yaml"}
+	eos := pipebench.Variant{Name: "fencepost, exactly-once", Config: "configs/fencepost-exactly-once.yaml", ExactlyOnce: true}
+	tests := []struct {
+		name    string
+		r       *Report
+		want    []string
+		wantNot []string
+	}{
+		{
+			name: "both guarantees ran",
+			r: &Report{Runs: 1,
+				Pipeline: &Pipeline{Records: 1000, Partitions: 4, Variants: []PipelineVariant{
+					{Variant: defaults, Runs: []pipebench.Result{run(time.Second, 2*time.Second, 1<<20, exact)}},
+					{Variant: eos, Runs: []pipebench.Result{run(2*time.Second, 4*time.Second, 2<<20, exact)}},
+				}},
+				Latency: []*Latency{{Rate: 5000, RateFrom: "set", For: 10 * time.Second, Warmup: time.Second, Variants: []LatencyVariant{
+					{Variant: defaults, Settings: "none", Runs: []LatencyRun{lat(2*ms, 6*ms, 9*ms, 10)}},
+					{Variant: eos, Settings: "exactly_once", Runs: []LatencyRun{lat(60*ms, 110*ms, 130*ms, 10)}},
+				}}},
+			},
+			want: []string{
+				"## Exactly-once cost",
+				"| fencepost, defaults | 1 k | 500 | 1 MiB | 1 | 1 |",
+				"| fencepost, exactly-once | 500 | 250 | 2 MiB | 0.50× | 0.50× |",
+				"End-to-end latency at 5000 events/s:",
+				"| fencepost, exactly-once | 60.0 ms | 110 ms | 130 ms | 0.20 |",
+				"- Exactly-once cost, real pipeline, fencepost, exactly-once against fencepost, defaults: 0.50× records/s, 0.50× records per CPU-second.",
+				"- Exactly-once cost, end-to-end latency at 5000 events/s (read_committed): fencepost, exactly-once p50 60.0 ms, p99 110 ms; fencepost, defaults p50 2.00 ms, p99 6.00 ms.",
+				"no output partition has an open transaction",
+				"For fencepost, exactly-once the consumer is `read_committed`",
+			},
+		},
+		{
+			name: "fell behind: marked, not compared as if exact",
+			r: &Report{Runs: 1,
+				Latency: []*Latency{{Rate: 5000, RateFrom: "set", For: 10 * time.Second, Warmup: time.Second, Variants: []LatencyVariant{
+					{Variant: defaults, Settings: "none", Runs: []LatencyRun{lat(2*ms, 6*ms, 9*ms, 10)}},
+					{Variant: eos, Settings: "exactly_once", Runs: []LatencyRun{lat(900*ms, 1500*ms, 1600*ms, 4)}},
+				}}},
+			},
+			want: []string{
+				"| fencepost, exactly-once | ≥ 900 ms | ≥ 1500 ms | ≥ 1600 ms | 0.20 |",
+				"fencepost, exactly-once p50 ≥ 900 ms, p99 ≥ 1500 ms;",
+			},
+			wantNot: []string{"records/s vs at-least-once", "Exactly-once cost, real pipeline"},
+		},
+		{
+			name: "no baseline: no section",
+			r: &Report{Runs: 1,
+				Pipeline: &Pipeline{Records: 1000, Partitions: 4, Variants: []PipelineVariant{
+					{Variant: eos, Runs: []pipebench.Result{run(2*time.Second, 4*time.Second, 2<<20, exact)}},
+				}},
+			},
+			want:    []string{"no output partition has an open transaction"},
+			wantNot: []string{"## Exactly-once cost", "Exactly-once cost,"},
+		},
+		{
+			name: "at-least-once only: nothing about transactions",
+			r: &Report{Runs: 1,
+				Pipeline: &Pipeline{Records: 1000, Partitions: 4, Variants: []PipelineVariant{
+					{Variant: defaults, Runs: []pipebench.Result{run(time.Second, 2*time.Second, 1<<20, exact)}},
+				}},
+			},
+			wantNot: []string{"## Exactly-once cost", "open transaction", "read_committed"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.r.Date = time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+			path, err := Write(t.TempDir(), tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(data)
+			for _, want := range tc.want {
+				if !strings.Contains(text, want) {
+					t.Errorf("the report lacks %q", want)
+				}
+			}
+			for _, not := range tc.wantNot {
+				if strings.Contains(text, not) {
+					t.Errorf("the report has %q", not)
+				}
+			}
+			if t.Failed() {
+				t.Logf("report:\n%s", text)
+			}
+		})
+	}
+}
