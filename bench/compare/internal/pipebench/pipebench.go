@@ -38,6 +38,21 @@ type Variant struct {
 	Name   string // for tables and charts: "fencepost, tuned"
 	Engine Engine
 	Config string // path of the configuration file
+	// ExactlyOnce is set for a configuration with guarantee:
+	// exactly_once: its output is written in Kafka transactions, so the
+	// benchmarks read it read_committed, as its users do (a run is done
+	// when the output has no open transaction, the check reads only
+	// committed records, the latency consumer sees a record when its
+	// transaction commits).
+	ExactlyOnce bool
+}
+
+// Isolation is how the benchmarks read v's output.
+func (v Variant) Isolation() kafkaio.Isolation {
+	if v.ExactlyOnce {
+		return kafkaio.ReadCommitted
+	}
+	return kafkaio.ReadUncommitted
 }
 
 // Env is what every run shares.
@@ -79,8 +94,8 @@ type Input struct {
 type Result struct {
 	Variant     string
 	Records     int64         // input records
-	Elapsed     time.Duration // from the child's start until every input offset was committed and every expected output written
-	FirstOutput time.Duration // from the child's start to the first output record (start-up, group join, first fetch)
+	Elapsed     time.Duration // from the child's start until every input offset was committed and every expected output written (and, exactly-once, visible)
+	FirstOutput time.Duration // from the child's start to the first output record (start-up, group join, first fetch; exactly-once: the first transaction's commit)
 	CPU         time.Duration // the child's user+system time over Elapsed
 	CPUTotal    time.Duration // ... over its whole life, graceful shutdown included
 	MaxRSS      int64         // the child's peak resident set (VmHWM) until done, bytes
@@ -119,7 +134,7 @@ func (e Env) Run(ctx context.Context, v Variant, in Input, tag string) (Result, 
 	}
 	defer func() { _, _ = child.Stop(5 * time.Second) }() // a no-op once stopped below
 	res := Result{Variant: v.Name, Records: in.Records}
-	if err := e.waitDone(ctx, adm, child, in, group, output, want, &res); err != nil {
+	if err := e.waitDone(ctx, adm, child, v, in, group, output, want, &res); err != nil {
 		return res, err
 	}
 	u, err := child.Stop(30 * time.Second)
@@ -130,7 +145,7 @@ func (e Env) Run(ctx context.Context, v Variant, in Input, tag string) (Result, 
 	if u.Err != nil {
 		res.ExitErr = u.Err.Error()
 	}
-	err = kafkaio.ReadAll(ctx, e.Brokers, output, time.Minute, func(r *kgo.Record) { checker.Add(r.Key, r.Value) })
+	err = kafkaio.ReadAll(ctx, e.Brokers, output, v.Isolation(), time.Minute, func(r *kgo.Record) { checker.Add(r.Key, r.Value) })
 	res.Correct = checker.Result()
 	if err != nil {
 		return res, err
@@ -140,9 +155,11 @@ func (e Env) Run(ctx context.Context, v Variant, in Input, tag string) (Result, 
 }
 
 // waitDone polls until the group has committed the end of every input
-// partition and the output holds at least want records, then fills in
-// the timing and CPU of res.
-func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child, in Input, group, output string, want int64, res *Result) error {
+// partition and the output holds at least want records (for an
+// exactly-once variant: and no output partition has an open
+// transaction, see outputDone), then fills in the timing and CPU of
+// res.
+func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child, v Variant, in Input, group, output string, want int64, res *Result) error {
 	deadline := time.Now().Add(e.Timeout)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
@@ -155,11 +172,18 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 		if err != nil {
 			return err
 		}
+		var stable kafkaio.Offsets
+		if v.ExactlyOnce {
+			if stable, err = adm.StableOffsets(ctx, output); err != nil {
+				return err
+			}
+		}
 		now := time.Since(child.Start)
-		if res.FirstOutput == 0 && out.Sum() > 0 {
+		visible, done := outputDone(v.Isolation(), committed, in.End, out, stable, want)
+		if res.FirstOutput == 0 && visible {
 			res.FirstOutput = now
 		}
-		if committed.Reached(in.End) && out.Sum() >= want {
+		if done {
 			res.Elapsed = now
 			if res.CPU, err = child.CPU(); err != nil {
 				return err
@@ -168,8 +192,8 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not done after %v: committed %v of %v, %d of %d outputs; its log ends:\n%s",
-				child.Name, e.Timeout, committed, in.End, out.Sum(), want, child.Tail(15))
+			return fmt.Errorf("%s not done after %v: committed %v of %v, output end offsets %v (last stable %v), want %d records; its log ends:\n%s",
+				child.Name, e.Timeout, committed, in.End, out, stable, want, child.Tail(15))
 		}
 		select {
 		case <-ctx.Done():
@@ -177,4 +201,29 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 		case <-tick.C:
 		}
 	}
+}
+
+// outputDone tells, from one poll, whether a reader of the output with
+// isolation iso has any output record yet (visible), and whether the run
+// is done: the group has committed inputEnd (every input offset) and
+// the output's end offsets outEnd add up to at least want records.
+//
+// With ReadCommitted (an exactly-once variant) outStable, the output's
+// last stable offsets, counts too: an output record is visible once a
+// transaction has ended below it (outStable above 0), and the run is
+// done only once no output partition has an open transaction. End
+// offsets then count transaction markers as well as records, so want is
+// only a floor; what makes the rule exact is the guarantee itself: the
+// input offsets commit in the same transaction as the outputs of the
+// records below them, so once the group has committed the end of the
+// input, every output is in a committed transaction, and once nothing is
+// open every one of them is visible (a commit writes its markers to the
+// output partitions and its offsets separately, so either can show
+// first; both are required).
+func outputDone(iso kafkaio.Isolation, committed, inputEnd, outEnd, outStable kafkaio.Offsets, want int64) (visible, done bool) {
+	done = committed.Reached(inputEnd) && outEnd.Sum() >= want
+	if iso != kafkaio.ReadCommitted {
+		return outEnd.Sum() > 0, done
+	}
+	return outStable.Sum() > 0, done && len(kafkaio.OpenTransactions(outStable, outEnd)) == 0
 }
