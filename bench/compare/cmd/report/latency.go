@@ -14,7 +14,7 @@ import (
 // latencyVariants are the configurations the latency phase runs: each
 // engine at its defaults and at the settings that minimise latency.
 func (s *suite) latencyVariants() []report.LatencyVariant {
-	return []report.LatencyVariant{
+	vs := []report.LatencyVariant{
 		{Variant: pipebench.Variant{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
 			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "fencepost, low latency", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-latency.yaml")},
@@ -24,6 +24,10 @@ func (s *suite) latencyVariants() []report.LatencyVariant {
 		{Variant: pipebench.Variant{Name: "Benthos, low latency", Engine: pipebench.Benthos, Config: s.configPath("benthos-latency.yaml")},
 			Settings: "output `max_in_flight: 64`"},
 	}
+	if s.phases["streams"] {
+		vs = append(vs, s.streamsLatencyVariants()...)
+	}
+	return vs
 }
 
 // latency runs the latency benchmark at half the best throughput (or

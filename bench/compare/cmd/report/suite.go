@@ -28,7 +28,10 @@ type suite struct {
 	args   []string
 
 	lay  layout
-	bins struct{ processor, benthos, benchTest string }
+	bins struct {
+		processor, benthos, benchTest string
+		streams                       pipebench.Java // with -only streams
+	}
 	prog *progress
 	rep  report.Report
 }
@@ -49,7 +52,7 @@ func (s *suite) run(ctx context.Context) error {
 	if err := s.build(ctx); err != nil {
 		return err
 	}
-	if s.phases["pipeline"] || s.phases["latency"] {
+	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
 		if err := s.pipelinePhases(ctx); err != nil {
 			return err
 		}
@@ -79,19 +82,23 @@ func (s *suite) run(ctx context.Context) error {
 func (s *suite) estimate() int {
 	o := s.opts
 	n := 60 // builds, mostly cached
-	if s.phases["pipeline"] || s.phases["latency"] {
+	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
 		n += 5 + int(o.records/50_000)
 	}
 	if s.phases["pipeline"] {
 		n += o.runs * s.pipelineWeight(pipebench.Fencepost) * 2
 		n += o.runs * s.pipelineWeight(pipebench.Benthos) * 2
 	}
+	if s.phases["streams"] {
+		n += 20 // the Maven build
+		n += o.runs * s.pipelineWeight(pipebench.KafkaStreams) * len(s.streamsVariants())
+	}
 	if s.phases["latency"] {
 		rates := 1
 		if o.latencyLow > 0 {
 			rates++
 		}
-		n += rates * (1 + 4*o.runs) * s.latencyWeight()
+		n += rates * (1 + len(s.latencyVariants())*o.runs) * s.latencyWeight()
 	}
 	for _, p := range []string{"raw", "partitions", "brokers3"} {
 		if s.phases[p] {
@@ -102,8 +109,11 @@ func (s *suite) estimate() int {
 }
 
 func (s *suite) pipelineWeight(e pipebench.Engine) int {
-	if e == pipebench.Benthos {
+	switch e {
+	case pipebench.Benthos:
 		return 3 + int(s.opts.records/40_000)
+	case pipebench.KafkaStreams:
+		return 6 + int(s.opts.records/40_000) // JVM start-up; speed not yet measured
 	}
 	return 3 + int(s.opts.records/150_000)
 }
@@ -145,6 +155,9 @@ func (s *suite) build(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.phases["streams"] {
+		return s.buildStreams(ctx)
+	}
 	return nil
 }
 
@@ -180,8 +193,9 @@ func (s *suite) pipelinePhases(ctx context.Context) error {
 	if got := in.End.Sum(); got != in.Records {
 		return fmt.Errorf("the input topic holds %d records, want %d", got, in.Records)
 	}
-	env := pipebench.Env{Procs: s.procs, Processor: s.bins.processor, Benthos: s.bins.benthos, Brokers: cl.Addrs, Timeout: o.timeout}
-	if s.phases["pipeline"] {
+	env := pipebench.Env{Procs: s.procs, Processor: s.bins.processor, Benthos: s.bins.benthos, Streams: s.bins.streams,
+		Brokers: cl.Addrs, Timeout: o.timeout}
+	if s.phases["pipeline"] || s.phases["streams"] {
 		if err := s.throughput(ctx, env, in); err != nil {
 			return err
 		}
@@ -200,12 +214,19 @@ func (s *suite) configPath(name string) string { return filepath.Join(s.lay.comp
 func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.Input) error {
 	o := s.opts
 	p := &report.Pipeline{Records: in.Records, Partitions: in.Partitions, ValueBytes: valueSizes(in.Records)}
-	for _, v := range []pipebench.Variant{
-		{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
-		{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
-		{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
-		{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
-	} {
+	var vs []pipebench.Variant
+	if s.phases["pipeline"] {
+		vs = []pipebench.Variant{
+			{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
+			{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
+			{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
+			{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
+		}
+	}
+	if s.phases["streams"] {
+		vs = append(vs, s.streamsVariants()...)
+	}
+	for _, v := range vs {
 		p.Variants = append(p.Variants, report.PipelineVariant{Variant: v})
 	}
 	s.rep.Pipeline = p
@@ -224,6 +245,9 @@ func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.
 			s.prog.logf("pipeline %-20s run %d: %8.0f records/s %8.0f records/CPU-s  peak RSS %4d MiB  output: %d records, %d duplicates, %d missing, %d wrong",
 				v.Name, run, res.RecordsPerSec(), res.RecordsPerCPUSec(), res.MaxRSS>>20,
 				res.Correct.Records, res.Correct.Duplicates, res.Correct.Missing, res.Correct.Wrong)
+			if res.ExitErr != "" {
+				s.prog.logf("pipeline %-20s run %d: exited after SIGTERM with %s", v.Name, run, res.ExitErr)
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/kafkaio"
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/pipebench"
+)
+
+func TestJavaMajor(t *testing.T) {
+	tests := []struct {
+		out     string
+		want    int
+		wantErr bool
+	}{
+		{"openjdk version \"17.0.15\" 2025-04-15\nOpenJDK Runtime Environment (build 17.0.15+6-Debian-1deb12u1)\n", 17, false},
+		{`openjdk version "25" 2025-09-16`, 25, false},
+		{`openjdk version "21.0.2-ea" 2024-01-16`, 21, false},
+		{`java version "1.8.0_381"`, 8, false},
+		{`Picked up JAVA_TOOL_OPTIONS: -Xss1m` + "\n" + `openjdk version "11.0.22" 2024-01-16`, 11, false},
+		{"bash: java: command not found", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := javaMajor(tc.out)
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("javaMajor(%q) = %d, %v; want %d, error %v", tc.out, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+// The streams phase is known to -only but not in its default, so the
+// default suite runs no Kafka Streams variant.
+func TestStreamsPhaseOnlyWhenNamed(t *testing.T) {
+	def, err := parsePhases(strings.Join(allPhases, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def["streams"] {
+		t.Error("the default -only runs the streams phase")
+	}
+	got, err := parsePhases("pipeline,streams")
+	if err != nil || !got["streams"] || !got["pipeline"] {
+		t.Errorf(`parsePhases("pipeline,streams") = %v, %v`, got, err)
+	}
+
+	s := &suite{phases: def}
+	for _, v := range s.latencyVariants() {
+		if v.Engine == pipebench.KafkaStreams {
+			t.Errorf("default latency phase has %s", v.Name)
+		}
+	}
+	s.phases = got
+	var streams []string
+	for _, v := range s.latencyVariants() {
+		if v.Engine == pipebench.KafkaStreams {
+			streams = append(streams, v.Name)
+		}
+	}
+	if len(streams) != 1 || streams[0] != "Kafka Streams, at_least_once" {
+		t.Errorf("latency phase with streams has Kafka Streams variants %v, want the at_least_once one", streams)
+	}
+}
+
+// Each Kafka Streams variant's properties file exists and sets the
+// guarantee its name says, and the exactly_once_v2 one is read
+// read_committed.
+func TestStreamsVariants(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := findLayout(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &suite{lay: lay}
+	vs := s.streamsVariants()
+	if len(vs) != 2 {
+		t.Fatalf("%d Kafka Streams variants, want 2", len(vs))
+	}
+	for _, v := range vs {
+		guarantee := strings.TrimPrefix(v.Name, "Kafka Streams, ")
+		data, err := os.ReadFile(v.Config)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		if !strings.Contains(string(data), "\nprocessing.guarantee="+guarantee+"\n") {
+			t.Errorf("%s: %s does not set processing.guarantee=%s", v.Name, filepath.Base(v.Config), guarantee)
+		}
+		wantIso := kafkaio.ReadUncommitted
+		if guarantee == "exactly_once_v2" {
+			wantIso = kafkaio.ReadCommitted
+		}
+		if v.Engine != pipebench.KafkaStreams || v.Isolation() != wantIso {
+			t.Errorf("%s: engine %v, isolation %v; want Kafka Streams, %v", v.Name, v.Engine, v.Isolation(), wantIso)
+		}
+	}
+}
