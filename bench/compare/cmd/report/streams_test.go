@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -96,6 +97,36 @@ func TestStreamsVariants(t *testing.T) {
 		}
 		if v.Engine != pipebench.KafkaStreams || v.Isolation() != wantIso {
 			t.Errorf("%s: engine %v, isolation %v; want Kafka Streams, %v", v.Name, v.Engine, v.Isolation(), wantIso)
+		}
+	}
+}
+
+// The app is built against the Kafka version the repository's launcher
+// runs, and the report names that version.
+func TestStreamsKafkaVersionMatchesLauncher(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := findLayout(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ path, re string }{
+		{filepath.Join(lay.compare, "streams", "pom.xml"), `<kafka\.version>([^<]+)</kafka\.version>`},
+		{filepath.Join(lay.root, "internal", "realkafka", "classpath.go"), `const DefaultVersion = "([^"]+)"`},
+	} {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(f.re).FindSubmatch(data)
+		if m == nil {
+			t.Errorf("%s: no version matching %s", f.path, f.re)
+			continue
+		}
+		if string(m[1]) != pipebench.StreamsKafkaVersion {
+			t.Errorf("%s has Kafka %s, pipebench.StreamsKafkaVersion is %s", f.path, m[1], pipebench.StreamsKafkaVersion)
 		}
 	}
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/proc"
 )
 
+// StreamsKafkaVersion is the Kafka Streams version of the app
+// (bench/compare/streams/pom.xml's kafka.version): that of the Apache
+// Kafka the repository's launcher runs (internal/realkafka), so client
+// and broker match. A test of cmd/report holds the three together.
+const StreamsKafkaVersion = "4.1.1"
+
 // Java is what runs the KafkaStreams engine: the Kafka Streams app of
 // bench/compare/streams, one jar built with Maven (the report's build
 // step), and the java launcher that runs it.
