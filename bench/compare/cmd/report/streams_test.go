@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -128,5 +129,39 @@ func TestStreamsKafkaVersionMatchesLauncher(t *testing.T) {
 		if string(m[1]) != pipebench.StreamsKafkaVersion {
 			t.Errorf("%s has Kafka %s, pipebench.StreamsKafkaVersion is %s", f.path, m[1], pipebench.StreamsKafkaVersion)
 		}
+	}
+}
+
+// Without Java 17+ or Maven the streams phase fails at once, saying what
+// it needs.
+func TestStreamsToolsMissing(t *testing.T) {
+	fakeJava := func(t *testing.T, version string) string {
+		home := t.TempDir()
+		if err := os.Mkdir(filepath.Join(home, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := "#!/bin/sh\necho 'openjdk version \"" + version + "\" 2024-01-16' >&2\n"
+		if err := os.WriteFile(filepath.Join(home, "bin", "java"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return home
+	}
+	tests := []struct {
+		name, javaHome, path string
+		want                 string
+	}{
+		{"no java", "", t.TempDir(), "executable file not found"},
+		{"java 11", fakeJava(t, "11.0.22"), t.TempDir(), "is Java 11"},
+		{"java 17, no mvn", fakeJava(t, "17.0.15"), t.TempDir(), `"mvn": executable file not found`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("JAVA_HOME", tc.javaHome)
+			t.Setenv("PATH", tc.path)
+			_, _, err := streamsTools(t.Context())
+			if !errors.Is(err, errStreamsTools) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("streamsTools: %v; want errStreamsTools and %q", err, tc.want)
+			}
+		})
 	}
 }
