@@ -55,7 +55,13 @@ func modulePath(gomod string) string {
 // goCmd runs the go command in dir; a cancelled ctx kills it and
 // whatever it started (its process group).
 func goCmd(ctx context.Context, dir string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "go", args...)
+	return toolCmd(ctx, dir, "go", args...)
+}
+
+// toolCmd runs the program name (go, mvn) in dir as goCmd does; a
+// failure's error holds what it printed.
+func toolCmd(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -65,7 +71,7 @@ func goCmd(ctx context.Context, dir string, args ...string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("go %s (in %s): %w\n%s", strings.Join(args, " "), dir, err, out.String())
+		return fmt.Errorf("%s %s (in %s): %w\n%s", name, strings.Join(args, " "), dir, err, out.String())
 	}
 	return nil
 }

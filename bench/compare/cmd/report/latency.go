@@ -14,9 +14,10 @@ import (
 // allLatencyVariants are the configurations the latency phase can run:
 // each engine at its defaults and at the settings that minimise latency,
 // and fencepost at its defaults with exactly-once (read read_committed,
-// so its figures include the wait for the transaction's commit).
+// so its figures include the wait for the transaction's commit); with
+// the streams phase, the Kafka Streams variants too.
 func (s *suite) allLatencyVariants() []report.LatencyVariant {
-	return []report.LatencyVariant{
+	vs := []report.LatencyVariant{
 		{Variant: pipebench.Variant{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
 			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "fencepost, low latency", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-latency.yaml")},
@@ -28,6 +29,10 @@ func (s *suite) allLatencyVariants() []report.LatencyVariant {
 		{Variant: pipebench.Variant{Name: "Benthos, low latency", Engine: pipebench.Benthos, Config: s.configPath("benthos-latency.yaml")},
 			Settings: "output `max_in_flight: 64`"},
 	}
+	if s.phases["streams"] {
+		vs = append(vs, s.streamsLatencyVariants()...)
+	}
+	return vs
 }
 
 // latencyVariants are the variants -variants picks of allLatencyVariants.

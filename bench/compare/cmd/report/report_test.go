@@ -136,7 +136,7 @@ func TestVariantFilter(t *testing.T) {
 }
 
 func TestVariantsOfTheSuite(t *testing.T) {
-	s := &suite{lay: layout{compare: "/repo/bench/compare"}}
+	s := &suite{lay: layout{compare: "/repo/bench/compare"}, phases: map[string]bool{"pipeline": true, "latency": true}}
 	eos := 0
 	for _, v := range s.allPipelineVariants() {
 		if v.ExactlyOnce != strings.Contains(v.Config, "exactly-once") {

@@ -29,7 +29,10 @@ type suite struct {
 	args   []string
 
 	lay  layout
-	bins struct{ processor, benthos, benchTest string }
+	bins struct {
+		processor, benthos, benchTest string
+		streams                       pipebench.Java // with -only streams
+	}
 	prog *progress
 	rep  report.Report
 }
@@ -53,7 +56,7 @@ func (s *suite) run(ctx context.Context) error {
 	if err := s.build(ctx); err != nil {
 		return err
 	}
-	if s.phases["pipeline"] || s.phases["latency"] {
+	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
 		if err := s.pipelinePhases(ctx); err != nil {
 			return err
 		}
@@ -83,13 +86,17 @@ func (s *suite) run(ctx context.Context) error {
 func (s *suite) estimate() int {
 	o := s.opts
 	n := 60 // builds, mostly cached
-	if s.phases["pipeline"] || s.phases["latency"] {
+	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
 		n += 5 + int(o.records/50_000)
 	}
 	if s.phases["pipeline"] {
 		for _, v := range s.pipelineVariants() {
 			n += o.runs * s.pipelineWeight(v.Engine)
 		}
+	}
+	if s.phases["streams"] {
+		n += 20 // the Maven build
+		n += o.runs * s.pipelineWeight(pipebench.KafkaStreams) * len(s.streamsVariants())
 	}
 	if s.phases["latency"] {
 		rates := 1
@@ -107,8 +114,11 @@ func (s *suite) estimate() int {
 }
 
 func (s *suite) pipelineWeight(e pipebench.Engine) int {
-	if e == pipebench.Benthos {
+	switch e {
+	case pipebench.Benthos:
 		return 3 + int(s.opts.records/40_000)
+	case pipebench.KafkaStreams:
+		return 6 + int(s.opts.records/40_000) // JVM start-up; speed not yet measured
 	}
 	return 3 + int(s.opts.records/150_000)
 }
@@ -155,6 +165,9 @@ func (s *suite) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+	}
+	if s.phases["streams"] {
+		return s.buildStreams(ctx)
 	}
 	return nil
 }
@@ -210,8 +223,9 @@ func (s *suite) pipelinePhases(ctx context.Context) error {
 	if got := in.End.Sum(); got != in.Records {
 		return fmt.Errorf("the input topic holds %d records, want %d", got, in.Records)
 	}
-	env := pipebench.Env{Procs: s.procs, Processor: s.bins.processor, Benthos: s.bins.benthos, Brokers: cl.Addrs, Timeout: o.timeout}
-	if s.phases["pipeline"] {
+	env := pipebench.Env{Procs: s.procs, Processor: s.bins.processor, Benthos: s.bins.benthos, Streams: s.bins.streams,
+		Brokers: cl.Addrs, Timeout: o.timeout}
+	if s.phases["pipeline"] || s.phases["streams"] {
 		if err := s.throughput(ctx, env, in); err != nil {
 			return err
 		}
@@ -231,13 +245,20 @@ func (s *suite) configPath(name string) string { return filepath.Join(s.lay.comp
 // run: each engine at its defaults and tuned for throughput, and
 // fencepost at its defaults with exactly-once.
 func (s *suite) allPipelineVariants() []pipebench.Variant {
-	return []pipebench.Variant{
-		{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
-		{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
-		{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
-		{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
-		{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
+	var vs []pipebench.Variant
+	if s.phases["pipeline"] {
+		vs = []pipebench.Variant{
+			{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
+			{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
+			{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
+			{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
+			{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
+		}
 	}
+	if s.phases["streams"] {
+		vs = append(vs, s.streamsVariants()...)
+	}
+	return vs
 }
 
 // pipelineVariants are the variants -variants picks of allPipelineVariants.
@@ -299,6 +320,9 @@ func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.
 			s.prog.logf("pipeline %-20s run %d: %8.0f records/s %8.0f records/CPU-s  peak RSS %4d MiB  output: %d records, %d duplicates, %d missing, %d wrong",
 				v.Name, run, res.RecordsPerSec(), res.RecordsPerCPUSec(), res.MaxRSS>>20,
 				res.Correct.Records, res.Correct.Duplicates, res.Correct.Missing, res.Correct.Wrong)
+			if res.ExitErr != "" {
+				s.prog.logf("pipeline %-20s run %d: exited after SIGTERM with %s", v.Name, run, res.ExitErr)
+			}
 		}
 	}
 	return nil

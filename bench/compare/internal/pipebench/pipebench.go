@@ -22,20 +22,27 @@ type Engine int
 
 // The engines.
 const (
-	Fencepost Engine = iota // the repository's cmd/processor: processor run -c FILE
-	Benthos                 // bench/compare/cmd/benthos: benthos -c FILE
+	Fencepost    Engine = iota // the repository's cmd/processor: processor run -c FILE
+	Benthos                    // bench/compare/cmd/benthos: benthos -c FILE
+	KafkaStreams               // bench/compare/streams: java OPTIONS -jar streams-bench.jar -c FILE (see streams.go)
 )
 
 func (e Engine) String() string {
-	if e == Benthos {
+	switch e {
+	case Benthos:
 		return "Benthos"
+	case KafkaStreams:
+		return "Kafka Streams"
 	}
 	return "fencepost"
 }
 
 // Variant is one engine with one configuration file.
 type Variant struct {
-	Name   string // for tables and charts: "fencepost, tuned"
+	Name string // for tables and charts: "fencepost, tuned"
+	// JVM are the java options of a KafkaStreams variant (heap, GC);
+	// nil: DefaultJVM. Other engines ignore it.
+	JVM    []string
 	Engine Engine
 	Config string // path of the configuration file
 	// ExactlyOnce is set for a configuration with guarantee:
@@ -60,6 +67,7 @@ type Env struct {
 	Procs     *proc.Group
 	Processor string   // path of the processor binary
 	Benthos   string   // path of the Benthos binary
+	Streams   Java     // the Kafka Streams jar and the java that runs it
 	Brokers   []string // the separate-process broker
 	Timeout   time.Duration
 }
@@ -77,6 +85,8 @@ func (e Env) Start(v Variant, name, group, input, output string) (*proc.Child, e
 	switch v.Engine {
 	case Benthos:
 		return e.Procs.Start(name, "", e.Benthos, []string{"-c", cfg}, env)
+	case KafkaStreams:
+		return e.Streams.start(e.Procs, v, name, cfg, env)
 	default:
 		return e.Procs.Start(name, "", e.Processor, []string{"run", "-c", cfg, "--http", "off", "--progress", "0"}, env)
 	}

@@ -158,7 +158,7 @@ func orUnknown(s string) string {
 }
 
 func (w *writer) pipeline(p *Pipeline, runs int) error {
-	w.p("## The real pipeline: fencepost against Benthos v4.27.0")
+	w.p("## The real pipeline: %s", pipelineTitle(p))
 	w.p("%d shop events (JSON values of %d–%d bytes, keyed by user) in a topic of %d partitions on one broker, "+
 		"a separate process (`processor broker`). Each variant runs as a child process in a fresh consumer group: "+
 		"consume → parse JSON → keep the purchases (one event in four) → reshape into a new JSON value keyed by user → "+
