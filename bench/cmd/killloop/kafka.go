@@ -209,14 +209,8 @@ func stallsIn(ts []time.Time, after time.Duration, w window) windowStall {
 	return s
 }
 
-// windowStalls is stallsIn for every input partition.
-func (t *tally) windowStalls(partitions int32, after time.Duration, w window) []windowStall {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.windowStallsLocked(partitions, after, w)
-}
-
-// windowStallsLocked is windowStalls with t.mu held.
+// windowStallsLocked is stallsIn for every input partition, with t.mu
+// held.
 func (t *tally) windowStallsLocked(partitions int32, after time.Duration, w window) []windowStall {
 	out := make([]windowStall, partitions)
 	for p := int32(0); p < partitions; p++ {
