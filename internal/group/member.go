@@ -763,10 +763,7 @@ func (s *runState) wait(ctx context.Context, w waitFor) error {
 		var hbTimer, lostTimer *time.Timer
 		if s.gen >= 0 {
 			left := time.Until(s.lastAlive.Add(s.aliveFor()))
-			if left <= 0 && ctx.Err() == nil {
-				// (once ctx ended the member stops either way: it
-				// still tries to revoke and leave, which a lost
-				// session's member id could not)
+			if left <= 0 {
 				return fmt.Errorf("%w: no heartbeat answered for %v (the session or rebalance timeout, less a margin)", errLost, s.aliveFor())
 			}
 			lostTimer = time.NewTimer(left)
