@@ -65,6 +65,9 @@ func rebalanceMovesOnlyWhatMoves(t *testing.T, cluster func(*testing.T) *kafkate
 			c.CreateTopic(t, topic, partitions)
 			cfg := fastConfig(c, group, topic)
 			cfg.Consumer.Assignor, cfg.Consumer.GroupProtocol = tt.assignor, tt.protocol
+			// graceful joins and stops only: a session far longer than
+			// the test, so CPU starvation cannot lose one
+			cfg.Consumer.SessionTimeout, cfg.Consumer.RebalanceTimeout = 10*time.Second, 10*time.Second
 			log := &processingLog{}
 			obsA, obsB := newObserved(), newObserved()
 			produced := make(chan error, 1)

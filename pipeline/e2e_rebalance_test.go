@@ -99,6 +99,11 @@ func rebalanceUnderLoad(t *testing.T, c *kafkatest.Kafka) {
 
 	log := &processingLog{}
 	cfg := fastConfig(c, group, topic)
+	// Members join and leave gracefully here; a session far longer than
+	// the test keeps a member starved of CPU (the race detector on a
+	// loaded 2-core machine) from losing its session, which releases its
+	// partitions without a commit and rightly repeats their records.
+	cfg.Consumer.SessionTimeout, cfg.Consumer.RebalanceTimeout = 10*time.Second, 10*time.Second
 	member := func(name string) *running {
 		return start(t, cfg, pipeline.WithStage("log", log.stage(name)))
 	}
