@@ -59,8 +59,6 @@ type txnState struct {
 	// failed: the producer failed for good; nothing is processed any
 	// more.
 	failed error
-	// aborts counts aborted transactions.
-	aborts int64
 }
 
 // errTxnNotDrained is why a transaction aborts when processing did not
@@ -210,7 +208,6 @@ func (c *coordinator) abortTxn(cause error) {
 		return
 	}
 	t.aborting, t.abortSent, t.since = true, false, c.now
-	t.aborts++
 	c.stats.txnAborts.Add(1)
 	for _, p := range c.slots {
 		if p == nil || p.zombie {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -34,8 +35,9 @@ type Outputs struct {
 	mu     sync.Mutex
 	topics []string
 	byTop  map[string]*Producer // at_least_once
-	txn    *produce.Producer    // exactly_once, while Run runs
-	inUse  bool
+	// txn is the exactly_once producer while a Run runs (read on every
+	// write without the lock)
+	txn atomic.Pointer[produce.Producer]
 }
 
 // NewOutputs returns the outputs of a pipeline configured by cfg (its
@@ -96,26 +98,13 @@ func (o *Outputs) Close() error {
 // attach gives the outputs the transactional producer of a Run; detach
 // takes it back. An Outputs serves one Run at a time.
 func (o *Outputs) attach(p *produce.Producer) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.inUse {
+	if !o.txn.CompareAndSwap(nil, p) {
 		return errors.New("outputs: already used by a running pipeline (one Outputs serves one Pipeline)")
 	}
-	o.inUse, o.txn = true, p
 	return nil
 }
 
-func (o *Outputs) detach() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.inUse, o.txn = false, nil
-}
-
-func (o *Outputs) current() *produce.Producer {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.txn
-}
+func (o *Outputs) detach() { o.txn.Store(nil) }
 
 // errNotRunning is what an exactly_once output returns outside Run.
 var errNotRunning = errors.New("exactly_once output written outside the pipeline's Run (its transactions exist only while Run runs)")
@@ -129,7 +118,7 @@ type txnOutput struct {
 
 // Produce implements stages.Producer.
 func (t *txnOutput) Produce(ctx context.Context, records []stages.Record) error {
-	p := t.o.current()
+	p := t.o.txn.Load()
 	if p == nil {
 		return errNotRunning
 	}

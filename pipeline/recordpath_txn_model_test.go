@@ -77,7 +77,7 @@ func TestRecordPathTxnStateMachine(t *testing.T) {
 	var total txnStats
 	checkStateMachine(t, &recordPathSteps, 2_000, func(rt *rapid.T) {
 		m := &rpTxnModel{newRPModelWith(rt, newTxnWorld())}
-		defer func() { total.add(m.world.stats, m.h.c.txn.aborts) }()
+		defer func() { total.add(m.world.stats, m.h.c.stats.txnAborts.Load()) }()
 		for range txnModelRounds {
 			rt.Repeat(rapid.StateMachineActions(m))
 		}
@@ -406,7 +406,7 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 		}
 	}
 	w.stats.crashes++
-	w.stats.coordAborts += m.h.c.txn.aborts
+	w.stats.coordAborts += m.h.c.stats.txnAborts.Load()
 	// the new process's producer fences the old one, whose open
 	// transaction is aborted
 	w.pending, w.abortable, w.failed = nil, false, false

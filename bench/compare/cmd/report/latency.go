@@ -37,13 +37,7 @@ func (s *suite) allLatencyVariants() []report.LatencyVariant {
 
 // latencyVariants are the variants -variants picks of allLatencyVariants.
 func (s *suite) latencyVariants() []report.LatencyVariant {
-	var out []report.LatencyVariant
-	for _, v := range s.allLatencyVariants() {
-		if s.pick.picks(v.Name) {
-			out = append(out, v)
-		}
-	}
-	return out
+	return picked(s.pick, s.allLatencyVariants(), func(v report.LatencyVariant) string { return v.Name })
 }
 
 // latency runs the latency benchmark at half the best throughput (or

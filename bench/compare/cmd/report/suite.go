@@ -263,9 +263,14 @@ func (s *suite) allPipelineVariants() []pipebench.Variant {
 
 // pipelineVariants are the variants -variants picks of allPipelineVariants.
 func (s *suite) pipelineVariants() []pipebench.Variant {
-	var out []pipebench.Variant
-	for _, v := range s.allPipelineVariants() {
-		if s.pick.picks(v.Name) {
+	return picked(s.pick, s.allPipelineVariants(), func(v pipebench.Variant) string { return v.Name })
+}
+
+// picked returns the variants of vs that f picks, by name.
+func picked[V any](f variantFilter, vs []V, name func(V) string) []V {
+	var out []V
+	for _, v := range vs {
+		if f.picks(name(v)) {
 			out = append(out, v)
 		}
 	}
