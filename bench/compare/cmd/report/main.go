@@ -42,6 +42,9 @@ type options struct {
 	latencyLow    int
 	only          string
 	variants      string
+	search        string
+	warmup        int64
+	kafka         string
 	out           string
 	keep          bool
 	timeout       time.Duration
@@ -52,8 +55,9 @@ var allPhases = []string{"pipeline", "latency", "raw", "partitions", "brokers3"}
 
 // optPhases are phases -only knows that are not in its default, so run
 // only when named: "streams" adds the Kafka Streams variants (streams.go)
-// to the pipeline and latency phases.
-var optPhases = []string{"streams"}
+// to the pipeline and latency phases; "search" runs the tuning search
+// of the engines -search names (search.go).
+var optPhases = []string{"streams", "search"}
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -72,8 +76,12 @@ func run(args []string) int {
 	fs.IntVar(&o.latencyRate, "latency-rate", 0, "events/s of the main latency runs; 0: half the best median throughput of the pipeline phase")
 	fs.IntVar(&o.latencyLow, "latency-low-rate", 5000, "events/s of a second set of latency runs, at a moderate rate; 0: none")
 	fs.StringVar(&o.only, "only", strings.Join(allPhases, ","), "comma-separated phases to run: "+strings.Join(allPhases, ", ")+
-		"; and, only when named, streams: the pipeline benchmark of the Kafka Streams variants (with pipeline: in the same table; with latency: its variants there too; needs Java 17+ and Maven)")
+		"; and, only when named, streams: the pipeline benchmark of the Kafka Streams variants (with pipeline: in the same table; with latency: its variants there too; needs Java 17+ and Maven); search: the tuning search of -search")
 	fs.StringVar(&o.variants, "variants", "", "comma-separated variants of the pipeline and latency phases to run, each a variant's name in lower case with dashes (fencepost-exactly-once) or its first words (fencepost: every fencepost variant); empty: all")
+	fs.StringVar(&o.search, "search", "", "with -only search: the engines whose knobs to search, comma-separated: "+strings.Join(searchEngineNames, ", ")+
+		" (streams: both guarantees; streams-alos, streams-eos: one); every trial runs -runs times on the pipeline benchmark's input")
+	fs.Int64Var(&o.warmup, "warmup", 0, "input records of every pipeline and search run before its steady-state window opens (records/s and records per CPU-second after the warm-up: start-up, group join and the JVM's JIT compilation fall before it); 0: none")
+	fs.StringVar(&o.kafka, "kafka", "embedded", "the broker of the pipeline, latency, streams and search phases: embedded (processor broker, kfake in its own process) or apache (Apache Kafka, 1 node, started with the repository's internal/realkafka launcher; needs Java 17+ and Maven)")
 	fs.StringVar(&o.out, "out", "", "directory for the report and charts (default: bench/results of the repository)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, configs, every process's log)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "longest one pipeline run may take")
@@ -104,6 +112,14 @@ func run(args []string) int {
 	pick, err := parseVariants(o.variants)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "report:", err)
+		return 2
+	}
+	if o.kafka != "embedded" && o.kafka != "apache" {
+		fmt.Fprintf(os.Stderr, "report: -kafka %q: want embedded or apache\n", o.kafka)
+		return 2
+	}
+	if o.warmup < 0 || o.warmup >= o.records {
+		fmt.Fprintf(os.Stderr, "report: -warmup %d must be at least 0 and below -records (%d)\n", o.warmup, o.records)
 		return 2
 	}
 	if o.runs < 1 || o.records < 4 || o.scaleRecords < 1 || o.partitions < 1 || o.latencyFor <= o.latencyWarmup {

@@ -31,6 +31,7 @@ type suite struct {
 	lay  layout
 	bins struct {
 		processor, benthos, benchTest string
+		realkafka                     string         // with -kafka apache
 		streams                       pipebench.Java // with -only streams
 	}
 	prog *progress
@@ -51,12 +52,15 @@ func (s *suite) run(ctx context.Context) error {
 	if err := s.checkVariants(); err != nil {
 		return err
 	}
+	if err := s.checkSearch(); err != nil {
+		return err
+	}
 	s.prog = newProgress(os.Stderr, s.estimate())
 	s.prog.logf("report: load average %s; work directory %s", s.rep.Machine.LoadBefore, s.work)
 	if err := s.build(ctx); err != nil {
 		return err
 	}
-	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
+	if s.pipelineBroker() {
 		if err := s.pipelinePhases(ctx); err != nil {
 			return err
 		}
@@ -86,8 +90,16 @@ func (s *suite) run(ctx context.Context) error {
 func (s *suite) estimate() int {
 	o := s.opts
 	n := 60 // builds, mostly cached
-	if s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] {
+	if s.pipelineBroker() {
 		n += 5 + int(o.records/50_000)
+		if o.kafka == "apache" {
+			n += 20 + int(o.records/50_000) // the JVM's start, a slower load
+		}
+	}
+	if s.phases["search"] {
+		for _, sp := range s.searchSpaces() {
+			n += o.runs * s.pipelineWeight(sp.Engine) * (len(sp.Trials) + 2)
+		}
 	}
 	if s.phases["pipeline"] {
 		for _, v := range s.pipelineVariants() {
@@ -166,10 +178,25 @@ func (s *suite) build(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.phases["streams"] {
+	if s.opts.kafka == "apache" && s.pipelineBroker() {
+		s.bins.realkafka = filepath.Join(s.work, "realkafka")
+		end := s.prog.step("build the Apache Kafka launcher (internal/realkafka/cmd/realkafka)", 10)
+		err := goCmd(ctx, s.lay.root, "build", "-o", s.bins.realkafka, "./internal/realkafka/cmd/realkafka")
+		end()
+		if err != nil {
+			return err
+		}
+	}
+	if s.phases["streams"] || s.searchNeeds(pipebench.KafkaStreams) {
 		return s.buildStreams(ctx)
 	}
 	return nil
+}
+
+// pipelineBroker reports whether a phase to run needs the pipeline
+// phases' broker and loaded input.
+func (s *suite) pipelineBroker() bool {
+	return s.phases["pipeline"] || s.phases["latency"] || s.phases["streams"] || s.phases["search"]
 }
 
 // needsBenthos reports whether a phase to run has a Benthos variant.
@@ -188,19 +215,26 @@ func (s *suite) needsBenthos() bool {
 			return true
 		}
 	}
-	return false
+	return s.searchNeeds(pipebench.Benthos)
 }
 
 // pipelinePhases loads the shop events into a broker of their own and
 // runs the throughput and latency benchmarks on it.
 func (s *suite) pipelinePhases(ctx context.Context) error {
 	o := s.opts
-	end := s.prog.step(fmt.Sprintf("pipeline: start a broker, load %d events", o.records), 5+int(o.records/50_000))
-	cl, err := broker.Start(ctx, s.procs, s.bins.processor, "broker-pipeline", 1, o.partitions)
+	end := s.prog.step(fmt.Sprintf("pipeline: start a broker (%s), load %d events", o.kafka, o.records), 5+int(o.records/50_000))
+	var cl *broker.Cluster
+	var err error
+	if o.kafka == "apache" {
+		cl, err = broker.StartApache(ctx, s.procs, s.bins.realkafka, "broker-pipeline-apache")
+	} else {
+		cl, err = broker.Start(ctx, s.procs, s.bins.processor, "broker-pipeline", 1, o.partitions)
+	}
 	if err != nil {
 		end()
 		return err
 	}
+	s.rep.Broker = cl.What
 	defer func() { _ = cl.Stop() }()
 	adm, err := kafkaio.NewAdmin(cl.Addrs)
 	if err != nil {
@@ -208,7 +242,7 @@ func (s *suite) pipelinePhases(ctx context.Context) error {
 		return err
 	}
 	defer adm.Close()
-	in := pipebench.Input{Topic: "events", Partitions: o.partitions, Records: o.records}
+	in := pipebench.Input{Topic: "events", Partitions: o.partitions, Records: o.records, Warmup: o.warmup}
 	err = adm.CreateTopic(ctx, in.Topic, in.Partitions)
 	if err == nil {
 		err = kafkaio.Load(ctx, cl.Addrs, in.Topic, in.Records, nil)
@@ -227,6 +261,11 @@ func (s *suite) pipelinePhases(ctx context.Context) error {
 		Brokers: cl.Addrs, Timeout: o.timeout}
 	if s.phases["pipeline"] || s.phases["streams"] {
 		if err := s.throughput(ctx, env, in); err != nil {
+			return err
+		}
+	}
+	if s.phases["search"] {
+		if err := s.search(ctx, env, in); err != nil {
 			return err
 		}
 	}
@@ -305,7 +344,7 @@ func (s *suite) checkVariants() error {
 
 func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.Input) error {
 	o := s.opts
-	p := &report.Pipeline{Records: in.Records, Partitions: in.Partitions, ValueBytes: valueSizes(in.Records)}
+	p := &report.Pipeline{Records: in.Records, Partitions: in.Partitions, ValueBytes: valueSizes(in.Records), Warmup: in.Warmup}
 	for _, v := range s.pipelineVariants() {
 		p.Variants = append(p.Variants, report.PipelineVariant{Variant: v})
 	}
@@ -322,8 +361,8 @@ func (s *suite) throughput(ctx context.Context, env pipebench.Env, in pipebench.
 				return fmt.Errorf("pipeline %s, run %d: %w", v.Name, run, err)
 			}
 			v.Runs = append(v.Runs, res)
-			s.prog.logf("pipeline %-20s run %d: %8.0f records/s %8.0f records/CPU-s  peak RSS %4d MiB  output: %d records, %d duplicates, %d missing, %d wrong",
-				v.Name, run, res.RecordsPerSec(), res.RecordsPerCPUSec(), res.MaxRSS>>20,
+			s.prog.logf("pipeline %-20s run %d: %8.0f records/s %8.0f records/CPU-s (steady %8.0f, %8.0f)  peak RSS %4d MiB  output: %d records, %d duplicates, %d missing, %d wrong",
+				v.Name, run, res.RecordsPerSec(), res.RecordsPerCPUSec(), res.SteadyRecordsPerSec(), res.SteadyRecordsPerCPUSec(), res.MaxRSS>>20,
 				res.Correct.Records, res.Correct.Duplicates, res.Correct.Missing, res.Correct.Wrong)
 			if res.ExitErr != "" {
 				s.prog.logf("pipeline %-20s run %d: exited after SIGTERM with %s", v.Name, run, res.ExitErr)

@@ -52,6 +52,14 @@ type Variant struct {
 	// committed records, the latency consumer sees a record when its
 	// transaction commits).
 	ExactlyOnce bool
+	// Env are extra environment variables (NAME=value) of the child, after
+	// the BENCH_* ones: the knobs of a search (the search configurations
+	// read them, see bench/compare/configs/*-search.*), GOGC, ...
+	Env []string
+	// Args are extra arguments of a KafkaStreams variant, after -c FILE:
+	// key=value properties that win over the file's. Other engines
+	// ignore them.
+	Args []string
 }
 
 // Isolation is how the benchmarks read v's output.
@@ -78,6 +86,7 @@ func (e Env) Start(v Variant, name, group, input, output string) (*proc.Child, e
 		"BENCH_BROKERS=" + e.Brokers[0], "BENCH_GROUP=" + group,
 		"BENCH_INPUT=" + input, "BENCH_OUTPUT=" + output,
 	}
+	env = append(env, v.Env...)
 	cfg, err := filepath.Abs(v.Config)
 	if err != nil {
 		return nil, err
@@ -98,6 +107,12 @@ type Input struct {
 	Partitions int
 	Records    int64           // events 0..Records-1
 	End        kafkaio.Offsets // its end offsets
+	// Warmup, if positive, is how many input records a run consumes
+	// before its steady-state window begins (Result.Steady): the first
+	// poll at which the group has committed at least Warmup offsets
+	// opens it. Start-up, the group join and, for the JVM, the JIT's
+	// compilation of the hot path fall before it.
+	Warmup int64
 }
 
 // Result is one run of one variant.
@@ -111,6 +126,42 @@ type Result struct {
 	MaxRSS      int64         // the child's peak resident set (VmHWM) until done, bytes
 	Correct     events.Correctness
 	ExitErr     string // how the child exited after SIGTERM, if not cleanly
+	// Steady is the run after the warm-up (Input.Warmup): nil without
+	// one, or when the group's commits jumped from below the warm-up
+	// straight to the end (a run too short to have a window).
+	Steady *Window
+}
+
+// Window is a part of a run: the input records the group committed
+// during it, its length and the child's CPU time over it.
+type Window struct {
+	Records int64
+	Elapsed time.Duration
+	CPU     time.Duration
+}
+
+// RecordsPerSec is the window's records over its length.
+func (w Window) RecordsPerSec() float64 { return float64(w.Records) / w.Elapsed.Seconds() }
+
+// RecordsPerCPUSec is the window's records over the child's CPU time in it.
+func (w Window) RecordsPerCPUSec() float64 { return float64(w.Records) / w.CPU.Seconds() }
+
+// SteadyRecordsPerSec is Steady's records/s, or the whole run's without
+// a steady window.
+func (r Result) SteadyRecordsPerSec() float64 {
+	if r.Steady != nil {
+		return r.Steady.RecordsPerSec()
+	}
+	return r.RecordsPerSec()
+}
+
+// SteadyRecordsPerCPUSec is Steady's records per CPU-second, or the
+// whole run's without a steady window.
+func (r Result) SteadyRecordsPerCPUSec() float64 {
+	if r.Steady != nil {
+		return r.Steady.RecordsPerCPUSec()
+	}
+	return r.RecordsPerCPUSec()
 }
 
 // RecordsPerSec is input records over Elapsed.
@@ -173,6 +224,7 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 	deadline := time.Now().Add(e.Timeout)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
+	var warm *warmMark // where the steady window began
 	for {
 		if exited, err := child.Exited(); exited {
 			return fmt.Errorf("%s exited before it was done (%v); its log ends:\n%s", child.Name, err, child.Tail(15))
@@ -193,10 +245,20 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 		if res.FirstOutput == 0 && visible {
 			res.FirstOutput = now
 		}
+		if warm == nil && in.Warmup > 0 && committed.Sum() >= in.Warmup && !done {
+			cpu, err := child.CPU()
+			if err != nil {
+				return err
+			}
+			warm = &warmMark{at: now, cpu: cpu, committed: committed.Sum()}
+		}
 		if done {
 			res.Elapsed = now
 			if res.CPU, err = child.CPU(); err != nil {
 				return err
+			}
+			if warm != nil {
+				res.Steady = &Window{Records: in.End.Sum() - warm.committed, Elapsed: now - warm.at, CPU: res.CPU - warm.cpu}
 			}
 			res.MaxRSS, err = child.PeakRSS()
 			return err
@@ -211,6 +273,13 @@ func (e Env) waitDone(ctx context.Context, adm *kafkaio.Admin, child *proc.Child
 		case <-tick.C:
 		}
 	}
+}
+
+// warmMark is the poll that opened a run's steady window.
+type warmMark struct {
+	at        time.Duration // since the child's start
+	cpu       time.Duration // the child's CPU time then
+	committed int64         // input offsets the group had committed then
 }
 
 // outputDone tells, from one poll, whether a reader of the output with

@@ -44,7 +44,8 @@ func (j Java) javaArgs(v Variant, cfg string) []string {
 	if jvm == nil {
 		jvm = DefaultJVM
 	}
-	return append(append([]string(nil), jvm...), "-jar", j.Jar, "-c", cfg)
+	args := append(append([]string(nil), jvm...), "-jar", j.Jar, "-c", cfg)
+	return append(args, v.Args...)
 }
 
 // start runs v's Kafka Streams app as the child name, with env (the

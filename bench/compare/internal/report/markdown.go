@@ -32,6 +32,7 @@ func Write(dir string, r *Report) (string, error) {
 		}
 	}
 	w.exactlyOnce(r)
+	w.searches(r)
 	if err := w.consume(r); err != nil {
 		return "", err
 	}
@@ -148,6 +149,9 @@ func (w *writer) header(r *Report) {
 		"Every figure is the median of %d run(s) unless a table says otherwise. The machine is shared: "+
 		"compare the ratios, measured in the same run on the same broker and data, more than the absolute figures.",
 		r.Command, m.CPUs, orUnknown(m.Model), m.GoVersion, m.Commit, m.LoadBefore, m.LoadAfter, r.Took.Round(time.Second), r.Runs)
+	if r.Broker != "" {
+		w.p("The pipeline, latency and search benchmarks ran on %s, a separate process.", r.Broker)
+	}
 }
 
 func orUnknown(s string) string {
@@ -160,7 +164,7 @@ func orUnknown(s string) string {
 func (w *writer) pipeline(p *Pipeline, runs int) error {
 	w.p("## The real pipeline: %s", pipelineTitle(p))
 	w.p("%d shop events (JSON values of %d–%d bytes, keyed by user) in a topic of %d partitions on one broker, "+
-		"a separate process (`processor broker`). Each variant runs as a child process in a fresh consumer group: "+
+		"a separate process. Each variant runs as a child process in a fresh consumer group: "+
 		"consume → parse JSON → keep the purchases (one event in four) → reshape into a new JSON value keyed by user → "+
 		"produce to a fresh output topic (acks=all), committing offsets. Configurations: `bench/compare/configs/` "+
 		"(each file says what it sets and why).", p.Records, p.ValueBytes[0], p.ValueBytes[1], p.Partitions)
@@ -174,6 +178,7 @@ func (w *writer) pipeline(p *Pipeline, runs int) error {
 			benthosTuned = &m
 		}
 	}
+	steady := p.Warmup > 0
 	for _, v := range p.Variants {
 		if len(v.Runs) == 0 {
 			continue
@@ -182,17 +187,31 @@ func (w *writer) pipeline(p *Pipeline, runs int) error {
 		worst, exact := v.Worst()
 		vsRate, vsCPU := math.NaN(), math.NaN()
 		if benthosTuned != nil {
-			vsRate, vsCPU = m.RecordsPerSec/benthosTuned.RecordsPerSec, m.RecordsPerCPUSec/benthosTuned.RecordsPerCPUSec
+			vsRate, vsCPU = m.SteadyRecordsPerSec/benthosTuned.SteadyRecordsPerSec, m.SteadyRecordsPerCPUSec/benthosTuned.SteadyRecordsPerCPUSec
 		}
-		rows = append(rows, []string{v.Name, rate(m.RecordsPerSec), rate(m.RecordsPerCPUSec), mib(m.MaxRSS),
+		row := []string{v.Name, rate(m.RecordsPerSec), rate(m.RecordsPerCPUSec)}
+		if steady {
+			row = append(row, rate(m.SteadyRecordsPerSec), rate(m.SteadyRecordsPerCPUSec))
+		}
+		rows = append(rows, append(row, mib(m.MaxRSS),
 			msec(m.FirstOutput), fmt.Sprintf("%d of %d exact; worst: %d records, %d duplicates, %d missing, %d wrong",
 				exact, len(v.Runs), worst.Records, worst.Duplicates, worst.Missing, worst.Wrong),
-			ratio(vsRate), ratio(vsCPU), "`" + filepath.Base(v.Config) + "`"})
+			ratio(vsRate), ratio(vsCPU), "`"+filepath.Base(v.Config)+"`"))
 		names = append(names, v.Name)
 		rates, perCPU = append(rates, m.RecordsPerSec), append(perCPU, m.RecordsPerCPUSec)
 	}
-	w.table([]string{"variant", "records/s", "records/CPU-s", "peak RSS", "first output after", "output (of " + fmt.Sprint(expectedOf(p)) + " expected)",
-		"records/s vs Benthos tuned", "records/CPU-s vs Benthos tuned", "config"}, rows)
+	head := []string{"variant", "records/s", "records/CPU-s"}
+	if steady {
+		head = append(head, "steady records/s", "steady records/CPU-s")
+	}
+	w.table(append(head, "peak RSS", "first output after", "output (of "+fmt.Sprint(expectedOf(p))+" expected)",
+		"records/s vs Benthos tuned", "records/CPU-s vs Benthos tuned", "config"), rows)
+	if steady {
+		w.p("*steady*: over each run's window after its first %d input records were committed (start-up, the group join and the JVM's "+
+			"JIT compilation fall before it), up to the run's end: the records the group committed in it, over its length and the child's CPU "+
+			"time in it. The ratios against Benthos tuned use the steady figures.", p.Warmup)
+	}
+	w.ratios(p)
 	w.p("records/s: input records over the time from starting the child process until the group has committed the end of every " +
 		"input partition *and* the output topic holds every expected record (polled every 20 ms), so start-up and the group join count. " +
 		"records/CPU-s: input records over the child's user+system CPU time over that same span (/proc/PID/stat, 10 ms ticks). " +

@@ -20,12 +20,35 @@ type Report struct {
 	Runs    int           // repetitions of each measurement
 	Took    time.Duration // the whole suite
 	Machine Machine
+	// Broker is what the pipeline, latency and search phases ran on.
+	Broker string
 
 	Pipeline   *Pipeline
 	Latency    []*Latency // one per input rate
 	Raw        *Consume   // 4 partitions, one broker, every client
 	Partitions *Consume   // 4, 64 and 512 partitions, fencepost and kgo
 	Brokers3   []*Consume // 64 partitions over three brokers, per record size
+	Search     []*Search  // the tuning searches, one per engine (and guarantee)
+}
+
+// Search is one engine's tuning search: every trial's runs on the
+// pipeline benchmark's input.
+type Search struct {
+	Engine      string // "Benthos", "Kafka Streams, exactly_once_v2"
+	Config      string // the search configuration's file name
+	Records     int64
+	Warmup      int64 // records before the steady window (0: the whole run counts)
+	ExactlyOnce bool
+	Trials      []*SearchTrial // in the order run: the base, the sweep, the combination
+}
+
+// SearchTrial is one point of a search.
+type SearchTrial struct {
+	Name     string
+	Settings string // what it sets, for the table
+	Notes    string
+	Base     bool // the search's starting point
+	Variant  PipelineVariant
 }
 
 // Machine is where the suite ran.
@@ -43,6 +66,7 @@ type Pipeline struct {
 	Records    int64
 	Partitions int
 	ValueBytes [2]int // smallest and largest event value
+	Warmup     int64  // records before each run's steady window (0: none)
 	Variants   []PipelineVariant
 }
 
@@ -59,12 +83,19 @@ type Medians struct {
 	MaxRSS           float64 // bytes
 	FirstOutput      time.Duration
 	Elapsed          time.Duration
+	// SteadyRecordsPerSec and SteadyRecordsPerCPUSec are over each run's
+	// steady window (pipebench.Result.Steady), or the whole run's
+	// figures without one.
+	SteadyRecordsPerSec    float64
+	SteadyRecordsPerCPUSec float64
 }
 
 // Medians of the variant's runs.
 func (v PipelineVariant) Medians() Medians {
-	var rate, perCPU, rss, first, elapsed []float64
+	var rate, perCPU, rss, first, elapsed, sRate, sCPU []float64
 	for _, r := range v.Runs {
+		sRate = append(sRate, r.SteadyRecordsPerSec())
+		sCPU = append(sCPU, r.SteadyRecordsPerCPUSec())
 		rate = append(rate, r.RecordsPerSec())
 		perCPU = append(perCPU, r.RecordsPerCPUSec())
 		rss = append(rss, float64(r.MaxRSS))
@@ -72,7 +103,8 @@ func (v PipelineVariant) Medians() Medians {
 		elapsed = append(elapsed, float64(r.Elapsed))
 	}
 	return Medians{RecordsPerSec: stats.Median(rate), RecordsPerCPUSec: stats.Median(perCPU), MaxRSS: stats.Median(rss),
-		FirstOutput: time.Duration(stats.Median(first)), Elapsed: time.Duration(stats.Median(elapsed))}
+		FirstOutput: time.Duration(stats.Median(first)), Elapsed: time.Duration(stats.Median(elapsed)),
+		SteadyRecordsPerSec: stats.Median(sRate), SteadyRecordsPerCPUSec: stats.Median(sCPU)}
 }
 
 // Worst is the run whose output was furthest from exact (most missing,
