@@ -210,8 +210,13 @@ func BenchmarkConsumePartitions(b *testing.B) {
 
 func consume(b *testing.B, partitions int, withReader bool) {
 	addrs, topic := cluster(b, partitions)
-	for _, fetchers := range []int{1, 2} {
-		b.Run(fmt.Sprintf("fencepost/fetch_concurrency=%d", fetchers), func(b *testing.B) {
+	// 0 is the default: 1 or 2, chosen from the partitions per broker.
+	for _, fetchers := range []int{1, 2, 0} {
+		name := fmt.Sprintf("fencepost/fetch_concurrency=%d", fetchers)
+		if fetchers == 0 {
+			name = "fencepost/default"
+		}
+		b.Run(name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				var maxFetching int64
 				measure(b, func(ctx context.Context, seen func(int)) {

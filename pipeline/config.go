@@ -172,7 +172,10 @@ type ConsumerConfig struct {
 	FetchMaxBytes ByteSize `yaml:"fetch_max_bytes"`
 	// FetchConcurrency is how many fetch requests may be in flight to
 	// one broker at once (1 to 16), each for a different share of its
-	// partitions; responses are decoded in parallel. Default 2.
+	// partitions; responses are decoded in parallel. 0 (the default)
+	// chooses at start from the consumed topics' partitions: 1 while
+	// every broker leads fewer than 16 of them, else 2. The default is
+	// not chosen again on rebalances.
 	FetchConcurrency int `yaml:"fetch_concurrency"`
 	// MaxPartitionFetchBytes caps one partition's share of a fetch
 	// response. Default 1MiB.
@@ -322,9 +325,6 @@ func (c Config) withDefaults() Config {
 	}
 	if k.Concurrency == 0 {
 		k.Concurrency = runtime.GOMAXPROCS(0)
-	}
-	if k.FetchConcurrency == 0 {
-		k.FetchConcurrency = 2
 	}
 	def(&k.SessionTimeout, 30*time.Second)
 	def(&k.HeartbeatInterval, 3*time.Second)
@@ -492,8 +492,9 @@ func (c Config) Validate() error {
 	} else if k.Concurrency > limits.MaxConcurrency {
 		bad("consumer.concurrency", "%d is more than %d", k.Concurrency, limits.MaxConcurrency)
 	}
-	if k.FetchConcurrency < 1 || k.FetchConcurrency > limits.MaxFetchConcurrency {
-		bad("consumer.fetch_concurrency", "must be between 1 and %d", limits.MaxFetchConcurrency)
+	if k.FetchConcurrency < 0 || k.FetchConcurrency > limits.MaxFetchConcurrency {
+		bad("consumer.fetch_concurrency", "%d is not between 1 and %d (or 0 to choose from the partitions per broker)",
+			k.FetchConcurrency, limits.MaxFetchConcurrency)
 	}
 	c.validateSizes(bad)
 	c.validateDurations(bad)

@@ -85,7 +85,9 @@ func TestValidate(t *testing.T) {
 		{name: "concurrency too high", edit: func(c *pipeline.Config) { c.Consumer.Concurrency = 1 << 40 },
 			wants: []string{"consumer.concurrency: 1099511627776 is more than 10000"}},
 		{name: "fetch concurrency too high", edit: func(c *pipeline.Config) { c.Consumer.FetchConcurrency = 17 },
-			wants: []string{"consumer.fetch_concurrency: must be between 1 and 16"}},
+			wants: []string{"consumer.fetch_concurrency: 17 is not between 1 and 16 (or 0 to choose from the partitions per broker)"}},
+		{name: "fetch concurrency negative", edit: func(c *pipeline.Config) { c.Consumer.FetchConcurrency = -1 },
+			wants: []string{"consumer.fetch_concurrency: -1 is not between 1 and 16 (or 0 to choose from the partitions per broker)"}},
 		{name: "topic names Kafka refuses", edit: func(c *pipeline.Config) {
 			c.Consumer.Topics = []string{"orders", "my orders", strings.Repeat("t", 250), ".."}
 			c.DeadLetter.Topic = "orders/dlq"
@@ -174,7 +176,7 @@ func TestDefaults(t *testing.T) {
 	c := p.Config()
 	if c.Consumer.CommitInterval != 100*time.Millisecond || c.Consumer.ProcessingTimeout != time.Minute || c.Consumer.BufferBytes != 64*pipeline.MiB ||
 		c.Consumer.Ordering != pipeline.OrderByPartition || c.DeadLetter.Policy != pipeline.DeadLetterStop ||
-		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 2 {
+		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if d := validConfig().WithDefaults(); !reflect.DeepEqual(d, c) {

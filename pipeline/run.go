@@ -38,6 +38,10 @@ type runner struct {
 	// out writes the outputs under exactly_once (the pipeline's
 	// WithOutputs, or one of the runner's own for the dead letters).
 	out *Outputs
+	// fetchers is the fetch requests in flight per broker:
+	// consumer.fetch_concurrency, or the default chosen at start from
+	// the partitions each broker leads (fetchersPerBroker).
+	fetchers int
 }
 
 func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
@@ -159,6 +163,7 @@ func (r *runner) checkCluster(ctx context.Context) error {
 	if len(errs) == 0 && len(create) > 0 {
 		errs = append(errs, r.createTopics(cctx, create))
 	}
+	r.fetchers = fetchersPerBroker(cfg.Consumer.FetchConcurrency, cfg.Consumer.Topics, resp)
 	return errors.Join(errs...)
 }
 
@@ -270,7 +275,7 @@ func (r *runner) run(ctx context.Context) error {
 		budget:            int64(cfg.Consumer.BufferBytes),
 		fetchMaxBytes:     int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
 		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
-		fetchersPerBroker: cfg.Consumer.FetchConcurrency,
+		fetchersPerBroker: r.fetchers,
 		metadataBackoff:   100 * time.Millisecond,
 		reportCommits:     p.obs != nil,
 		transactional:     txn != nil,

@@ -15,7 +15,8 @@ type Stats struct {
 	// MaxBufferedBytes is the highest BufferedBytes seen.
 	MaxBufferedBytes int64
 	// FetchesInFlight is how many fetch requests are in flight now: at
-	// most fetch_concurrency per broker leading assigned partitions.
+	// most fetch_concurrency (by default 1 or 2, chosen from the
+	// partitions per broker) per broker leading assigned partitions.
 	// MaxFetchesInFlight is the highest seen; with several brokers it
 	// shows whether they were fetched from in parallel.
 	FetchesInFlight    int64

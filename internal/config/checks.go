@@ -13,7 +13,8 @@ import (
 // zeroMeansSomething are the numeric keys where a written 0 is a value of
 // its own, documented as such, rather than the default in disguise.
 var zeroMeansSomething = map[string]bool{
-	"consumer.concurrency": true, // one per CPU
+	"consumer.concurrency":       true, // one per CPU
+	"consumer.fetch_concurrency": true, // chosen from the partitions per broker
 }
 
 // checkZeros reports every number written as 0 that the pipeline would

@@ -63,7 +63,7 @@ pipeline: []
 dead_letter: {retries: 0, backoff: 0s}
 shutdown_timeout: 0s
 `, []want{{"3:3", "kafka.dial_timeout", "0 would mean the default, 10s"}, {"4:3", "kafka.metadata_max_age", "default, 5s"},
-			{"9:3", "consumer.fetch_concurrency", "default, 2"}, {"10:3", "consumer.fetch_min_bytes", "default, 1B"},
+			{"10:3", "consumer.fetch_min_bytes", "default, 1B"},
 			{"11:3", "consumer.fetch_max_bytes", "default, 50MiB"}, {"12:3", "consumer.max_partition_fetch_bytes", "default, 1MiB"},
 			{"13:3", "consumer.buffer_bytes", "default, 64MiB"}, {"14:3", "consumer.fetch_max_wait", "default, 500ms"},
 			{"15:3", "consumer.processing_timeout", "default, 1m0s"}, {"16:3", "consumer.heartbeat_interval", "default, 3s"},

@@ -95,7 +95,7 @@ var validateHints = map[string]string{
 	"dead_letter.topic":           "name a topic that is not consumed, such as <topic>.dlq",
 	"dead_letter.retries":         "write -1 for no retries, or leave it out for 3",
 	"dead_letter.backoff":         "write a duration from 1ms to 10s, or leave it out for 100ms",
-	"consumer.fetch_concurrency":  "write 1 to 16, or leave it out for 2",
+	"consumer.fetch_concurrency":  "write 1 to 16, or 0 (or leave it out) for 1 or 2 chosen from the partitions per broker",
 	"dead_letter.policy":          "use topic or stop",
 	"guarantee":                   "use at_least_once (the default) or exactly_once",
 	"transaction_timeout": "write a duration of at least 1s and at most the broker's transaction.max.timeout.ms " +

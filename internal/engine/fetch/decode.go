@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"slices"
 	"time"
 	"unsafe"
 
@@ -102,6 +101,32 @@ type partitionDecoder struct {
 	payload int64 // the records' Size
 	bytes   int64 // the records' footprint
 	full    bool  // the room is used up
+	// crcChecked: countChecked checked the CRC of the batch at hand.
+	crcChecked bool
+}
+
+// countChecked returns how many records the leading uncompressed
+// batches of raw can hold, at most what the room can keep, and the bytes
+// of raw those batches take (their CRCs checked). It counts from each
+// batch's bytes, after its CRC is checked, never from a header's claim
+// alone; it stops at the first compressed, control, incomplete or
+// corrupt batch (the decoding grows the records for those, and reports
+// the corrupt one). Sizing the records once, instead of growing them
+// batch by batch, copies no record: with many small batches per
+// partition the copies were a quarter of the fetch path's CPU.
+func countChecked(raw []byte, room *room) (n, checked int) {
+	most := int(room.left/recordSize) + 1
+	for b := raw; len(b) > 0 && n < most; {
+		h, ok, err := readHeader(b)
+		if err != nil || !ok || h.attributes&(attrCompression|attrControl) != 0 ||
+			crc32.Checksum(b[crcStart:h.length], castagnoli) != h.crc {
+			break
+		}
+		n += min(int(h.numRecords), (h.length-batchHeaderSize)/minRecordSize)
+		checked += h.length
+		b = b[h.length:]
+	}
+	return min(n, most), checked
 }
 
 // decodeRecords returns the records at or after at in raw (zero or more
@@ -122,6 +147,10 @@ type partitionDecoder struct {
 // stops exactly at the bytes that are wrong.
 func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *room, ab *aborts, cs *codecs) (recs []stages.Record, next, payload, bytes int64, err error) {
 	d := partitionDecoder{tp: tp, room: room, aborts: ab, codecs: cs, next: at}
+	n, checked := countChecked(raw, room)
+	if n > 0 {
+		d.recs = make([]stages.Record, 0, n)
+	}
 	for b := raw; len(b) > 0 && !d.full; {
 		h, ok, err := readHeader(b)
 		if err != nil {
@@ -130,6 +159,7 @@ func decodeRecords(tp offsetstore.TopicPartition, raw []byte, at int64, room *ro
 		if !ok {
 			break
 		}
+		d.crcChecked = len(raw)-len(b)+h.length <= checked
 		if err := d.batch(&h, b[:h.length]); err != nil {
 			return d.recs, d.next, d.payload, d.bytes, err
 		}
@@ -146,7 +176,7 @@ const minRecordSize = 7
 // batch decodes one whole batch. On an error it leaves the decoder as it
 // was before the batch: a corrupt batch delivers none of its records.
 func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
-	if crc32.Checksum(b[crcStart:], castagnoli) != h.crc {
+	if !d.crcChecked && crc32.Checksum(b[crcStart:], castagnoli) != h.crc {
 		return fmt.Errorf("%w: CRC mismatch in the batch at offset %d", ErrCorrupt, h.baseOffset)
 	}
 	if h.nextOffset() <= d.next {
@@ -171,8 +201,8 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 	// Sized now, after the CRC check, for what the bytes can hold and
 	// the room can keep, never for what the header claims alone.
 	first := len(d.recs)
-	if n := min(int(h.numRecords), len(payload)/minRecordSize, int(d.room.left/recordSize)+1); n > 0 {
-		d.recs = slices.Grow(d.recs, n)
+	if n := min(int(h.numRecords), len(payload)/minRecordSize, int(d.room.left/recordSize)+1); n > len(d.recs[len(d.recs):cap(d.recs)]) {
+		d.grow(n)
 	}
 	saved := *d
 	savedRoom := *d.room
@@ -233,6 +263,19 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 		copyOut(d.recs[first:], kept)
 	}
 	return nil
+}
+
+// grow makes room for n more records. The capacity at least doubles (up
+// to what the room can keep): growing by what each batch needs, or by
+// append's quarter for a large slice, copied every record decoded so
+// far again and again, a quarter of the fetch path's CPU at 64
+// partitions of small batches.
+func (d *partitionDecoder) grow(n int) {
+	want := len(d.recs) + n
+	c := max(want, min(2*cap(d.recs), len(d.recs)+int(d.room.left/recordSize)+1))
+	recs := make([]stages.Record, len(d.recs), c)
+	copy(recs, d.recs)
+	d.recs = recs
 }
 
 // dropHeaders takes the headers of a record that is not kept off the end

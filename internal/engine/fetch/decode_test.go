@@ -623,3 +623,36 @@ func TestDecodeDeliversGoodBatchesBeforeCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeSizesRecordsOnce (issue 21): a partition of many small
+// uncompressed batches is decoded into one slice sized once, from the
+// batches whose CRCs are checked. Growing it by each batch's count
+// (append's quarter once large) copied the records decoded so far again
+// at every batch: 1000 batches of 10 records allocated 4.5 times the
+// final slice before.
+func TestDecodeSizesRecordsOnce(t *testing.T) {
+	const batches, each = 1000, 10
+	var raw []byte
+	for b := range batches {
+		recs := make([]stages.Record, each)
+		for i := range recs {
+			recs[i] = stages.Record{Offset: int64(b*each + i), Value: []byte("v"), Timestamp: time.UnixMilli(1_700_000_000_000)}
+		}
+		raw = append(raw, testBatch{base: int64(b * each), first: 1_700_000_000_000, records: recs}.encode(t)...)
+	}
+	cs := newCodecs()
+	defer cs.close()
+	var got []stages.Record
+	var err error
+	n := allocated(func() {
+		got, _, _, _, err = decodeRecords(tp, raw, 0, &room{left: 1 << 30}, nil, cs)
+	})
+	if err != nil || len(got) != batches*each {
+		t.Fatalf("decoded %d records, err %v; want %d", len(got), err, batches*each)
+	}
+	final := uint64(batches*each) * uint64(recordSize)
+	t.Logf("allocated %.1f times the records' slice", float64(n)/float64(final))
+	if n > final+final/4 {
+		t.Fatalf("allocated %d bytes (%.1f times the %d of the records' slice), want at most 1.25 times", n, float64(n)/float64(final), final)
+	}
+}
