@@ -25,13 +25,13 @@ type consumeRun struct {
 }
 
 // The -bench patterns: every client of BenchmarkConsume; of
-// BenchmarkConsumePartitions only fencepost at the default
-// fetch_concurrency (2) and kgo. A top-level | separates whole
+// BenchmarkConsumePartitions only fencepost at its defaults
+// (fetch_concurrency chosen from the partitions per broker) and kgo. A top-level | separates whole
 // slash-separated patterns (kgo has no fourth level, and a name shorter
 // than its pattern only runs to find sub-benchmarks).
 const (
 	benchRaw        = "^BenchmarkConsume$"
-	benchPartitions = "^BenchmarkConsumePartitions$/./^fencepost$/^fetch_concurrency=2$|^BenchmarkConsumePartitions$/./^franz-go-kgo$"
+	benchPartitions = "^BenchmarkConsumePartitions$/./^fencepost$/^default$|^BenchmarkConsumePartitions$/./^franz-go-kgo$"
 )
 
 func (s *suite) consumePhases(ctx context.Context) error {

@@ -490,7 +490,7 @@ func (w *writer) consume(r *Report) error {
 		}
 		w.consumeTable(all)
 		var ss []series
-		for _, client := range []string{"fencepost, fetch_concurrency=2", "franz-go kgo"} {
+		for _, client := range []string{"fencepost, default", "franz-go kgo"} {
 			ss = append(ss, series{client + ": records/s incl. join", pad(figs[client+"|rate"], len(xs))},
 				series{client + ": records/CPU-s", pad(figs[client+"|cpu"], len(xs))})
 		}
@@ -597,7 +597,7 @@ func (w *writer) summary(r *Report) {
 	if r.Raw != nil {
 		if rows, err := ConsumeRows(r.Raw.Results, 0); err == nil {
 			for _, row := range rows {
-				if row.Client == "fencepost, fetch_concurrency=2" {
+				if row.Client == "fencepost, default" {
 					lines = append(lines, fmt.Sprintf("Raw consumption, 4 partitions, fencepost (default fetch_concurrency) against kgo: %s records/s, %s records/s incl. join, %s records per CPU-second; %s allocations per record.",
 						ratio(row.VsKgoRate), ratio(row.VsKgoJoin), ratio(row.VsKgoCPU), num(row.Allocs, 3)))
 				}
