@@ -105,21 +105,28 @@ func TestProducerRetryDoesNotDuplicate(t *testing.T) {
 func TestProducerClassifiesBrokerErrors(t *testing.T) {
 	tests := []struct {
 		name  string
+		key   kmsg.Key // the request faulted; default Produce
 		fault kerr.Error
 		ended bool
 		want  string
+		says  string // the error says it too
 	}{
-		{"message too large", *kerr.MessageTooLarge, false, "permanent"},
-		{"invalid record", *kerr.InvalidRecord, false, "permanent"},
-		{"not authorized for the topic", *kerr.TopicAuthorizationFailed, false, "unavailable"},
-		{"the caller's context ended", *kerr.RequestTimedOut, true, "other"},
+		{"message too large", kmsg.Produce, *kerr.MessageTooLarge, false, "permanent", ""},
+		{"invalid record", kmsg.Produce, *kerr.InvalidRecord, false, "permanent", ""},
+		{"not authorized for the topic", kmsg.Produce, *kerr.TopicAuthorizationFailed, false, "unavailable", ""},
+		{"the caller's context ended", 0, *kerr.RequestTimedOut, true, "other", ""},
+		{"no permission to write idempotently", kmsg.InitProducerID, *kerr.ClusterAuthorizationFailed, false, "unavailable", "IDEMPOTENT_WRITE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := kafkatest.New(t, 1)
 			c.CreateTopic(t, "out", 1)
 			fault := tt.fault
-			h := c.Cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: &fault, Count: 1000})
+			f := kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "out", Err: &fault, Count: -1}
+			if tt.key != kmsg.Produce && !tt.ended {
+				f.Keys, f.Topic = []kmsg.Key{tt.key}, ""
+			}
+			h := c.Cluster.Fault(f)
 			defer h.Remove()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -144,6 +151,9 @@ func TestProducerClassifiesBrokerErrors(t *testing.T) {
 			}
 			if !tt.ended && !strings.Contains(err.Error(), kafka.Error(fault.Code).Error()) {
 				t.Fatalf("%v does not name the broker's error %s", err, fault.Message)
+			}
+			if !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("%v does not say %q", err, tt.says)
 			}
 		})
 	}
