@@ -104,8 +104,12 @@ var unavailableProduceErrors = []kafka.Error{
 	kafka.KafkaStorageError, kafka.SASLAuthenticationFailed,
 }
 
-// classifyProduceError marks err, a WriteMessages error under ctx, as
+// classifyProduceError marks err, a produce error under ctx, as
 // stages.Permanent or stages.Unavailable (see Producer), or leaves it.
+// internal/produce marks most of its errors itself (those are kept as
+// they are); the rest are classified here by the kafka-go error types
+// they wrap (kafka.Error, and the Writer's WriteErrors and
+// MessageTooLargeError, still understood), network errors and ctx.
 func classifyProduceError(ctx context.Context, err error) error {
 	switch {
 	case stages.IsPermanent(err) || stages.IsUnavailable(err):
@@ -118,7 +122,7 @@ func classifyProduceError(ctx context.Context, err error) error {
 	return err
 }
 
-// permanentProduceError reports whether err (a WriteMessages error) is
+// permanentProduceError reports whether err (a produce error) is
 // one retrying cannot fix: a record too large for the writer, or a
 // permanent broker error for every record that failed.
 func permanentProduceError(err error) bool {
@@ -144,7 +148,7 @@ func permanentProduceError(err error) bool {
 	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
 }
 
-// unavailableProduceError reports whether err (a WriteMessages error
+// unavailableProduceError reports whether err (a produce error
 // under ctx) says the topic takes no record now: a sink-wide broker
 // answer for any record that failed, or the brokers could not be reached
 // or did not answer in time (while ctx was still live).
