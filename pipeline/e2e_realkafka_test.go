@@ -38,6 +38,7 @@ func TestRealKafka(t *testing.T) {
 
 	t.Run("MinVersionsTable", func(t *testing.T) { minVersionsTable(t, k) })
 	t.Run("ConsumeAndCommit", func(t *testing.T) { consumeAndCommit(t, named(t)) })
+	t.Run("ProducerKeysAndAcks", func(t *testing.T) { producerKeysAndAcks(t, named(t)) })
 	t.Run("SeedScenario", func(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			validate := i%2 == 1

@@ -11,15 +11,23 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// Producer writes records to one topic with acks=all, batching
-// concurrent writes. It implements stages.Producer and
-// a dead-letter sink (WithDeadLetterSink). Records go to the partition their key hashes to
-// (records without a key are spread round-robin).
+// Producer writes records to one topic with acks=all, as an idempotent
+// producer (a producer id, a sequence number per partition: a request
+// retried after a lost answer is not written twice). It implements
+// stages.Producer and a dead-letter sink (WithDeadLetterSink). Records go
+// to the partition their key hashes to (FNV-1a, as kafka-go's Hash
+// balancer, which earlier versions used: a key keeps its partition, and
+// the exactly_once producer places it the same way); the records without
+// a key of one call go to one partition, the next call's to the next.
+// Records are encoded into the request straight from the slice Produce
+// is given; concurrent calls to different partitions are sent in
+// parallel, and a partition has one batch in flight at a time.
 //
 // Its errors are classified for the pipeline:
 //
@@ -33,8 +41,13 @@ import (
 //     nothing.
 //   - anything else is retried a few times, then handled like a
 //     permanent error.
+//
+// Writing idempotently needs permission to (Kafka before 2.8: the
+// IDEMPOTENT_WRITE operation on the cluster; later: WRITE on a topic);
+// without it every Produce fails stages.Unavailable, saying so.
 type Producer struct {
-	w         *kafka.Writer
+	p         *produce.Producer
+	topic     string
 	transport *kafka.Transport
 }
 
@@ -54,36 +67,22 @@ func NewProducer(cfg KafkaConfig, topic string) (*Producer, error) {
 
 func newProducer(conn *connection, topic string, metadataTTL time.Duration) *Producer {
 	t := conn.transport(metadataTTL, []string{topic})
-	return &Producer{transport: t, w: &kafka.Writer{
-		Addr:         conn.addr(),
-		Topic:        topic,
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		// A stage waits for its records' acknowledgement, so a batch is
-		// sent as soon as the Produce calls of the moment have added to
-		// it: kafka-go appends one call's records under a lock, so a
-		// short timeout never splits a call, and only merges calls that
-		// arrive together. (The 2ms that were here cost every batch 2ms,
-		// and a partition waits for its batch before the next.) 500
-		// records per request at most: kafka-go allocates room for a
-		// full batch up front.
-		BatchTimeout: 100 * time.Microsecond,
-		BatchSize:    500,
-		Transport:    t,
-	}}
+	return &Producer{
+		p:         produce.New(kafkawire.New(t, conn.addr()), produce.Config{}),
+		topic:     topic,
+		transport: t,
+	}
 }
 
-// Produce writes records and returns once every one is acknowledged.
+// Produce writes records and returns once every one is acknowledged. It
+// does not keep records (nor their keys, values or headers) after it
+// returns.
 func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
 	}
-	msgs := make([]kafka.Message, len(records))
-	for i, r := range records {
-		msgs[i] = toMessage(r)
-	}
-	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return classifyProduceError(ctx, fmt.Errorf("produce to %q: %w", p.w.Topic, err))
+	if err := p.p.Produce(ctx, p.topic, records); err != nil {
+		return classifyProduceError(ctx, fmt.Errorf("produce to %q: %w", p.topic, err))
 	}
 	return nil
 }
@@ -105,10 +104,16 @@ var unavailableProduceErrors = []kafka.Error{
 	kafka.KafkaStorageError, kafka.SASLAuthenticationFailed,
 }
 
-// classifyProduceError marks err, a WriteMessages error under ctx, as
+// classifyProduceError marks err, a produce error under ctx, as
 // stages.Permanent or stages.Unavailable (see Producer), or leaves it.
+// internal/produce marks most of its errors itself (those are kept as
+// they are); the rest are classified here by the kafka-go error types
+// they wrap (kafka.Error, and the Writer's WriteErrors and
+// MessageTooLargeError, still understood), network errors and ctx.
 func classifyProduceError(ctx context.Context, err error) error {
 	switch {
+	case stages.IsPermanent(err) || stages.IsUnavailable(err):
+		return err // classified by the producer already
 	case unavailableProduceError(ctx, err):
 		return stages.Unavailable(err)
 	case permanentProduceError(err):
@@ -117,7 +122,7 @@ func classifyProduceError(ctx context.Context, err error) error {
 	return err
 }
 
-// permanentProduceError reports whether err (a WriteMessages error) is
+// permanentProduceError reports whether err (a produce error) is
 // one retrying cannot fix: a record too large for the writer, or a
 // permanent broker error for every record that failed.
 func permanentProduceError(err error) bool {
@@ -143,7 +148,7 @@ func permanentProduceError(err error) bool {
 	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
 }
 
-// unavailableProduceError reports whether err (a WriteMessages error
+// unavailableProduceError reports whether err (a produce error
 // under ctx) says the topic takes no record now: a sink-wide broker
 // answer for any record that failed, or the brokers could not be reached
 // or did not answer in time (while ctx was still live).
@@ -165,21 +170,9 @@ func unavailableProduceError(ctx context.Context, err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// Close flushes and releases the producer's connections (kafka-go's
-// Writer does not close a Transport it was given, so Close does).
+// Close releases the producer's connections. Call it once no Produce
+// runs (a Produce that returned left nothing in flight).
 func (p *Producer) Close() error {
-	err := p.w.Close()
 	p.transport.CloseIdleConnections()
-	return err
-}
-
-func toMessage(r stages.Record) kafka.Message {
-	m := kafka.Message{Key: r.Key, Value: r.Value, Time: r.Timestamp}
-	if len(r.Headers) > 0 {
-		m.Headers = make([]protocol.Header, len(r.Headers))
-		for i, h := range r.Headers {
-			m.Headers[i] = protocol.Header{Key: h.Key, Value: h.Value}
-		}
-	}
-	return m
+	return nil
 }

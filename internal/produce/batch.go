@@ -133,12 +133,23 @@ func appendBytes(b, v []byte) []byte {
 // value or header value is written as null (length -1), an empty one as
 // empty.
 func (e *batchEncoder) append(key, value []byte, headers []stages.Header, ts int64) {
+	first := ts
+	if e.count > 0 {
+		first = e.firstTS
+	}
+	e.appendSized(key, value, headers, ts, recordSize(key, value, headers, ts-first, e.count))
+}
+
+// appendSized is append with the record's body size already computed
+// (recordSize, for timestamp delta ts - the batch's first timestamp, at
+// offset delta e.count), so the caller that measured the record to fit
+// it into the batch does not measure it twice.
+func (e *batchEncoder) appendSized(key, value []byte, headers []stages.Header, ts int64, body int) {
 	if e.count == 0 {
 		e.firstTS, e.maxTS = ts, ts
 	}
 	e.maxTS = max(e.maxTS, ts)
 	delta := ts - e.firstTS
-	body := recordSize(key, value, headers, delta, e.count)
 	b := binary.AppendVarint(e.buf, int64(body))
 	b = append(b, 0) // record attributes: unused
 	b = binary.AppendVarint(b, delta)

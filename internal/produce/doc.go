@@ -9,7 +9,7 @@
 //   - Ours: the record batches (format v2, encoded by batchEncoder into
 //     reused buffers, CRC-32C, transactional attribute, null distinct
 //     from empty, optionally compressed: Config.Compression); partitioning (FNV-1a as kafka-go's Hash balancer, so
-//     keys keep the partitions the kafka-go Writer gave them); the
+//     keys keep the partitions pipeline.Producer gave them when it wrapped kafka-go's Writer); the
 //     per-partition sequence numbers and their retry rules; the
 //     transaction state machine and every retry or classification rule
 //     of the transaction requests.
@@ -42,7 +42,7 @@
 // another instance owns the id), *AbortableError (Abort, then redo the
 // work from the committed offsets), *FatalError (configuration or
 // permission), *SinkError (the topic is missing or may not be written).
-// As the pipeline's kafka-go producer does, Produce marks the failures of
+// As pipeline.Producer documents (it is this producer, idempotent), Produce marks the failures of
 // the destination rather than of the records (a *SinkError, transient
 // errors past MaxAttempts) stages.Unavailable, and records the broker
 // will never take stages.Permanent.

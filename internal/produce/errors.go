@@ -82,5 +82,5 @@ type RecordTooLargeError struct {
 }
 
 func (e *RecordTooLargeError) Error() string {
-	return fmt.Sprintf("record of %d bytes for topic %q exceeds the batch limit of %d bytes", e.Size, e.Topic, e.Limit)
+	return fmt.Sprintf("record too large: %d bytes encoded for topic %q, over the batch limit of %d bytes", e.Size, e.Topic, e.Limit)
 }

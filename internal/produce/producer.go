@@ -468,14 +468,15 @@ func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
 		if n > 0 {
 			first = e.firstTS
 		}
-		size := encodedSize(r, ts, first, int32(n))
+		body := recordSize(r.Key, r.Value, r.Headers, ts-first, int32(n))
+		size := varintLen(int64(body)) + body
 		if e.len()+size > limit {
 			if n == 0 {
 				return stages.Permanent(&RecordTooLargeError{Topic: c.topic, Size: batchHeaderSize + size, Limit: limit})
 			}
 			break
 		}
-		e.append(r.Key, r.Value, r.Headers, ts)
+		e.appendSized(r.Key, r.Value, r.Headers, ts, body)
 		n++
 	}
 	ch.n = n
@@ -596,23 +597,32 @@ func (p *Producer) abandon(ch *chunk) {
 // round sends one request per leader for the active chunks and applies
 // the answers. It reports whether some chunk should be retried.
 func (c *call) round(ctx context.Context, active []*chunk, leaders map[int32]int32) bool {
-	byLeader := map[int32][]*chunk{}
-	for _, ch := range active {
-		leader, ok := leaders[ch.part]
-		if !ok {
-			leader = -1
+	leaderOf := func(ch *chunk) int32 {
+		if leader, ok := leaders[ch.part]; ok {
+			return leader
 		}
-		byLeader[leader] = append(byLeader[leader], ch)
+		return -1
 	}
-	var wg sync.WaitGroup
-	for _, chunks := range byLeader {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.request(ctx, chunks)
-		}()
+	first := leaderOf(active[0])
+	if !slices.ContainsFunc(active[1:], func(ch *chunk) bool { return leaderOf(ch) != first }) {
+		// one broker leads them all (a one-broker cluster, or a call
+		// of one partition): one request, from this goroutine
+		c.request(ctx, active)
+	} else {
+		byLeader := map[int32][]*chunk{}
+		for _, ch := range active {
+			byLeader[leaderOf(ch)] = append(byLeader[leaderOf(ch)], ch)
+		}
+		var wg sync.WaitGroup
+		for _, chunks := range byLeader {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.request(ctx, chunks)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	retry := false
 	for _, ch := range active {
 		if ch.pending && ch.err == nil {
@@ -689,9 +699,7 @@ func (c *call) currentGen() uint64 {
 // apply handles a partition's error code.
 func (c *call) apply(ch *chunk, code int16) {
 	kerr := kafka.Error(code)
-	where := fmt.Sprintf("produce to %s/%d", c.topic, ch.part)
-	switch kerr {
-	case 0, kafka.DuplicateSequenceNumber:
+	if kerr == 0 || kerr == kafka.DuplicateSequenceNumber {
 		// DUPLICATE_SEQUENCE_NUMBER: an earlier attempt of this very
 		// batch was written (Kafka's clients treat it as success)
 		ch.st.seq = nextSequence(ch.st.seq, ch.n)
@@ -699,6 +707,9 @@ func (c *call) apply(ch *chunk, code int16) {
 		ch.err = nil
 		ch.acked = true
 		return
+	}
+	where := fmt.Sprintf("produce to %s/%d", c.topic, ch.part) // errors only: no formatting per acknowledged batch
+	switch kerr {
 	case kafka.OutOfOrderSequenceNumber, kafka.UnknownProducerId, kafka.InvalidProducerIDMapping:
 		// the broker's state for this producer is not what the
 		// sequence assumes (it lost it, or an earlier batch's outcome
@@ -881,7 +892,12 @@ func (p *Producer) ensureIdentity(ctx context.Context) error {
 	if ok {
 		return nil
 	}
-	return p.initProducerID(ctx)
+	err := p.initProducerID(ctx)
+	if errors.Is(err, kafka.ClusterAuthorizationFailed) {
+		return &FatalError{Err: fmt.Errorf("%w (an idempotent producer needs the IDEMPOTENT_WRITE permission on the cluster "+
+			"from brokers before Kafka 2.8, WRITE on a topic from 2.8: check the client's ACLs)", err)}
+	}
+	return err
 }
 
 // initProducerID gets a producer id and epoch (for a transactional id:
