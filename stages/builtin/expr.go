@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -97,6 +98,10 @@ type program struct {
 	// byField is the expression compiled with each json.<field> of
 	// fields replaced by the variable fieldVar(field); nil if fields is.
 	byField *vm.Program
+	// encoded is the argument of a program that is one call toJSON(x),
+	// compiled on its own: transform encodes its result straight into
+	// the record's bytes (see transform.eval); nil for other programs.
+	encoded *program
 }
 
 // fieldVar is the variable that stands for json.<field> in a program's
@@ -206,6 +211,41 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	return prog, nil
 }
 
+// toJSONArg returns the source of x if src is exactly one call toJSON(x),
+// as compiled into p (whose tree is checked: "toJSON(a) + toJSON(b)"
+// does not qualify); else "".
+func toJSONArg(src string, p *vm.Program) string {
+	call, ok := p.Node().(*ast.CallNode)
+	if !ok || len(call.Arguments) != 1 {
+		return ""
+	}
+	if id, ok := call.Callee.(*ast.IdentifierNode); !ok || id.Value != "toJSON" {
+		return ""
+	}
+	s := strings.TrimSpace(src)
+	if !strings.HasPrefix(s, "toJSON(") || !strings.HasSuffix(s, ")") {
+		return ""
+	}
+	// The call spans all of s, so its one argument is what is between
+	// the parentheses (a valid expression balances its own).
+	return s[len("toJSON(") : len(s)-1]
+}
+
+// withEncoded sets p.encoded if p is one call toJSON(x) whose argument
+// compiles to a program that reads the same of a record and runs the
+// same way (byField or not).
+func withEncoded(p *program, option, src string) {
+	arg := toJSONArg(src, p.prog)
+	if arg == "" {
+		return
+	}
+	x, err := compile(option, p.label, arg, false)
+	if err != nil || x.uses != p.uses || (x.byField == nil) != (p.byField == nil) || !slices.Equal(x.fields, p.fields) {
+		return
+	}
+	p.encoded = x
+}
+
 // reads is what a stage's programs read of a record, worked out once
 // when the stage is built: the variables, and of json the top-level
 // fields (nil: the whole value) with their variables in the byField
@@ -254,6 +294,8 @@ type evaluator struct {
 	// projected: the loaded record's json fields are in reads.vars, and
 	// the byField forms run.
 	projected bool
+	docs      slab[jsonDoc] // for the docs it makes
+	box       boxer         // for the fields it projects
 }
 
 // newEvaluator returns an evaluator for programs that read rd; ctx is
@@ -301,8 +343,8 @@ func (e *evaluator) load(r *stages.Record) error {
 	}
 	e.projected = false
 	if u&useJSON != 0 {
-		d := docFor(e.cache, r.Value)
-		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env) {
+		d := docFor(e.cache, &e.docs, r.Value)
+		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env, &e.box) {
 			e.projected = true
 			return nil
 		}

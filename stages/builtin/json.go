@@ -55,8 +55,9 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
 	seen := make([]bool, len(j.require))
+	var docs slab[jsonDoc]
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
-		if err := j.check(docFor(cache, r.Value), r.Value, seen); err != nil {
+		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
 			return stages.Permanent(err)
 		}
 		emit(*r)

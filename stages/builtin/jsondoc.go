@@ -40,15 +40,16 @@ type jsonDoc struct {
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
-// stage).
-func docFor(cache *memo.Cache, v []byte) *jsonDoc {
+// stage). A new doc comes from docs.
+func docFor(cache *memo.Cache, docs *slab[jsonDoc], v []byte) *jsonDoc {
 	if x, ok := cache.Get(v); ok {
 		if d, ok := x.(*jsonDoc); ok {
 			return d
 		}
 	}
 	s := scanJSON(v)
-	d := &jsonDoc{valid: s.valid, object: s.object, err: s.err}
+	d := docs.next()
+	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
 	cache.Put(v, d)
 	return d
 }
@@ -74,8 +75,9 @@ func (d *jsonDoc) value(v []byte) (any, error) {
 // an absent field; the last of duplicates wins) and reports true, if v is
 // a JSON object the doc does not refuse. Otherwise it sets nothing and
 // reports false: the caller needs value. Only the named members are
-// decoded, from the bytes, unless the whole value is parsed already.
-func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) bool {
+// decoded, from the bytes, unless the whole value is parsed already; bx
+// boxes the scalars among them.
+func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
 	if !d.valid || !d.object || d.err != nil {
 		return false
 	}
@@ -91,10 +93,31 @@ func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) b
 	}
 	eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
-			env[vars[i]] = decodeValid(raw)
+			env[vars[i]] = decodeMember(raw, bx)
 		}
 	})
 	return true
+}
+
+// decodeMember is decodeValid(raw) for a member's raw value, with a
+// string or number boxed by bx (the same any, without an allocation of
+// its own).
+func decodeMember(raw []byte, bx *boxer) any {
+	switch raw[0] {
+	case '"':
+		d := decoder{b: raw}
+		return bx.str(d.str())
+	case '{', '[', 't', 'f', 'n':
+		return decodeValid(raw)
+	}
+	i, f, whole, err := classify(bytesString(raw))
+	switch {
+	case err != nil: // never: scanJSON refused the value already
+		return decodeValid(raw)
+	case whole:
+		return bx.int(int(i))
+	}
+	return bx.float(f)
 }
 
 // fieldIndex returns the index in fields of the member name (a JSON
