@@ -169,10 +169,16 @@ func (t *transform) apply(e *evaluator, r stages.Record) (stages.Record, error) 
 // eval returns the bytes of p's result over the loaded record. A program
 // toJSON(x) has x encoded straight into the bytes (one allocation, of
 // their exact size) rather than into a string that is then copied; should
-// x fail, or have no encoding, p itself runs, for its error.
+// x fail, or have no encoding, p itself runs, for its error. An object
+// literal x with constant keys is written member by member (see
+// objectEncoding).
 func (t *transform) eval(e *evaluator, p *program) ([]byte, error) {
-	if p.encoded != nil {
-		if v, err := e.run(p.encoded); err == nil {
+	if x := p.encoded; x != nil {
+		if o := x.object; o != nil {
+			if b, err := o.encode(e); err == nil {
+				return b, nil
+			}
+		} else if v, err := e.run(x); err == nil {
 			if b, err := marshalJSON(v); err == nil {
 				return b, nil
 			}
