@@ -416,9 +416,14 @@ type evaluator struct {
 }
 
 // newEvaluator returns an evaluator for programs that read rd; ctx is
-// the Process call's, whose memo (if any) the evaluator shares.
-func newEvaluator(ctx context.Context, rd *reads) *evaluator {
-	return &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
+// the Process call's, whose memo (if any) the evaluator shares; n is the
+// batch's length.
+func newEvaluator(ctx context.Context, rd *reads, n int) *evaluator {
+	e := &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
+	if rd.uses&useJSON != 0 {
+		e.cache.Reserve(n) // a doc per record, if no stage before made them
+	}
+	return e
 }
 
 // load sets the variables the programs use to r's. Key, value and header

@@ -54,6 +54,7 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Once ctx has ended it returns ctx.Err() (checked before each record).
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
+	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
 	var docs slab[jsonDoc]
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {

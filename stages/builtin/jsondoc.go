@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
@@ -123,27 +122,34 @@ func decodeMember(raw []byte, bx *boxer) any {
 // fieldIndex returns the index in fields of the member name (a JSON
 // string token, quotes included), or -1.
 func fieldIndex(fields []string, name []byte) int {
-	inner := name[1 : len(name)-1]
-	if bytes.IndexByte(inner, '\\') >= 0 || !isASCII(inner) {
-		// Escapes, or bytes encoding/json may replace (invalid UTF-8):
-		// compare what the decoder makes of the name.
-		var s string
-		if json.Unmarshal(name, &s) != nil {
-			return -1
-		}
-		return slices.Index(fields, s)
-	}
+	inner := bytesString(name[1 : len(name)-1])
 	for i, f := range fields {
-		if f == bytesString(inner) {
-			return i
+		if f == inner {
+			// Equal bytes: the name is f as written, unless f itself
+			// holds what the name would have to escape.
+			if plainName(f) {
+				return i
+			}
+			break
 		}
 	}
-	return -1
+	if plainName(inner) {
+		return -1 // no escape, nothing encoding/json replaces: the name is its bytes
+	}
+	// Escapes, or bytes encoding/json may replace (invalid UTF-8):
+	// compare what the decoder makes of the name.
+	var s string
+	if json.Unmarshal(name, &s) != nil {
+		return -1
+	}
+	return slices.Index(fields, s)
 }
 
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
+// plainName reports whether s, the inside of a JSON string token, is
+// what it decodes to: no escape, only ASCII.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c >= utf8.RuneSelf {
 			return false
 		}
 	}

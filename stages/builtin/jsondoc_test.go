@@ -329,10 +329,10 @@ func TestByFieldFormMatchesAsWritten(t *testing.T) {
 		}
 		for _, v := range values {
 			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
-			fast := newEvaluator(context.Background(), readsOf(p))
+			fast := newEvaluator(context.Background(), readsOf(p), 0)
 			asWritten := *readsOf(p)
 			asWritten.project = false
-			slow := newEvaluator(context.Background(), &asWritten)
+			slow := newEvaluator(context.Background(), &asWritten, 0)
 			fastOut, fastErr := loadAndRun(fast, &r, p)
 			slowOut, slowErr := loadAndRun(slow, &r, p)
 			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
