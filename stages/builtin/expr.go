@@ -411,8 +411,8 @@ type evaluator struct {
 	// projected: the loaded record's json fields are in reads.vars, and
 	// the byField forms run.
 	projected bool
-	docs      slab[jsonDoc] // for the docs it makes
-	box       boxer         // for the fields it projects
+	docs      docAlloc // for the docs it makes
+	box       boxer    // for the fields it projects
 }
 
 // newEvaluator returns an evaluator for programs that read rd; ctx is

@@ -65,6 +65,22 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
 		}
+		if s.object {
+			// The members scanJSONMembers records are those eachMember
+			// walks to.
+			var got []member
+			scanJSONMembers(b, &got)
+			var walked [][2]string
+			eachMember(b, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
+			if len(got) != len(walked) {
+				t.Fatalf("%.300q: %d members recorded, %d walked", b, len(got), len(walked))
+			}
+			for i, m := range got {
+				if r := [2]string{string(b[m.name:m.nameEnd]), string(b[m.value:m.end])}; r != walked[i] {
+					t.Fatalf("%.300q: member %d recorded as %q, walked %q", b, i, r, walked[i])
+				}
+			}
+		}
 		if m, isObject := want.(map[string]any); isObject {
 			// The projection (fields decoded one by one, boxed from
 			// slabs) gives what the full value gives, for its own

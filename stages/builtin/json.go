@@ -56,7 +56,7 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	cache := memo.From(ctx)
 	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
-	var docs slab[jsonDoc]
+	var docs docAlloc
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
 			return stages.Permanent(err)
@@ -82,7 +82,7 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 		return fmt.Errorf("value is a JSON %s, not an object: required fields %s cannot be present", kindName(firstByte(v)), strings.Join(j.require, ", "))
 	}
 	clear(seen)
-	eachMember(v, func(name, _ []byte) {
+	d.eachMember(v, func(name, _ []byte) {
 		if i := fieldIndex(j.require, name); i >= 0 {
 			seen[i] = true
 		}

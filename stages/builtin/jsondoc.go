@@ -35,20 +35,44 @@ type jsonDoc struct {
 	err    error // valid but refused: a *DepthError or *NumberError (the record fails)
 	full   any   // the whole value, once parsed (parsed says so)
 	parsed bool
+	// members are where an object's members are (spans says they were
+	// recorded), so the stages that read fields do not walk it again.
+	members []member
+	spans   bool
 }
+
+// docAlloc is where the docs of one Process call come from: the docs
+// themselves, and the room their members are recorded in (a doc's
+// members are a slice of it no later doc writes to).
+type docAlloc struct {
+	docs    slab[jsonDoc]
+	members []member
+}
+
+// membersChunk is how many members docAlloc makes room for at once.
+const membersChunk = 1024
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
 // stage). A new doc comes from docs.
-func docFor(cache *memo.Cache, docs *slab[jsonDoc], v []byte) *jsonDoc {
+func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 	if x, ok := cache.Get(v); ok {
 		if d, ok := x.(*jsonDoc); ok {
 			return d
 		}
 	}
-	s := scanJSON(v)
-	d := docs.next()
+	if cap(a.members)-len(a.members) < 64 {
+		a.members = make([]member, 0, membersChunk)
+	}
+	start := len(a.members)
+	s := scanJSONMembers(v, &a.members)
+	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
+	if n := len(a.members); s.valid && s.object && len(v) < 1<<32 {
+		d.members, d.spans = a.members[start:n:n], true
+	} else {
+		a.members = a.members[:start]
+	}
 	cache.Put(v, d)
 	return d
 }
@@ -90,7 +114,7 @@ func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, b
 	for _, name := range vars {
 		env[name] = nil
 	}
-	eachMember(v, func(name, raw []byte) {
+	d.eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
 			env[vars[i]] = decodeMember(raw, bx)
 		}
@@ -154,6 +178,18 @@ func plainName(s string) bool {
 		}
 	}
 	return true
+}
+
+// eachMember is eachMember(v, fn) for v, the doc's value (an object),
+// from its recorded members if it has them.
+func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
+	if !d.spans {
+		eachMember(v, fn)
+		return
+	}
+	for _, m := range d.members {
+		fn(v[m.name:m.nameEnd], v[m.value:m.end])
+	}
 }
 
 // eachMember calls fn with the name (a string token, quotes included) and

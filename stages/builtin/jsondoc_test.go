@@ -146,7 +146,7 @@ func fullValue(v []byte) (any, error) {
 // value, for each of fields.
 func checkProjection(t interface{ Fatalf(string, ...any) }, v []byte, fields []string) {
 	full, fullErr := fullValue(v)
-	d := docFor(nil, new(slab[jsonDoc]), v)
+	d := docFor(nil, new(docAlloc), v)
 	vars := make([]string, len(fields))
 	for i, f := range fields {
 		vars[i] = fieldVar(f)
@@ -275,7 +275,7 @@ func jsonString(s string) string {
 func TestDocSharedWithinAChainCall(t *testing.T) {
 	cache := memo.From(memo.With(context.Background()))
 	v := []byte(`{"type":"a"}`)
-	var docs slab[jsonDoc]
+	var docs docAlloc
 	d := docFor(cache, &docs, v)
 	if docFor(cache, &docs, v) != d {
 		t.Fatal("the same bytes got a second doc")

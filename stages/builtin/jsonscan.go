@@ -52,7 +52,20 @@ type jsonScan struct {
 // array or object (no recursion, whatever the depth). A valid value is
 // read to its end even past MaxJSONDepth, so that a value too deep is
 // told apart from one that is not JSON at all.
-func scanJSON(v []byte) jsonScan {
+func scanJSON(v []byte) jsonScan { return scanJSONMembers(v, nil) }
+
+// member is where one member of an object is in its bytes: the name
+// token (quotes included) is [name, nameEnd), the value [value, end).
+type member struct{ name, nameEnd, value, end uint32 }
+
+// scanJSONMembers is scanJSON that also appends to *members (if members
+// is not nil) where each member of a top-level object is, in order; the
+// appended members are meaningful only if the value is valid, and only
+// for a value shorter than 4GiB (longer: nothing is appended).
+func scanJSONMembers(v []byte, members *[]member) jsonScan {
+	if len(v) >= 1<<32 {
+		members = nil
+	}
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
 	maxDepth := 0
@@ -75,8 +88,12 @@ func scanJSON(v []byte) jsonScan {
 				break
 			}
 			if c == '{' {
+				n := i
 				if i = scanMemberName(v, i); i < 0 {
 					return jsonScan{}
+				}
+				if members != nil && len(stack) == 1 {
+					*members = append(*members, member{name: uint32(n), nameEnd: uint32(memberNameEnd(v, n)), value: uint32(i)})
 				}
 			}
 			continue
@@ -102,6 +119,9 @@ func scanJSON(v []byte) jsonScan {
 		}
 		// After a value: close containers until one goes on.
 		for {
+			if members != nil && len(stack) == 1 && object {
+				(*members)[len(*members)-1].end = uint32(i) // a member's value ends
+			}
 			i = skipSpace(v, i)
 			if len(stack) == 0 {
 				if i != len(v) {
@@ -120,8 +140,12 @@ func scanJSON(v []byte) jsonScan {
 			if v[i] == ',' {
 				i = skipSpace(v, i+1)
 				if open == '{' {
+					n := i
 					if i = scanMemberName(v, i); i < 0 {
 						return jsonScan{}
+					}
+					if members != nil && len(stack) == 1 {
+						*members = append(*members, member{name: uint32(n), nameEnd: uint32(memberNameEnd(v, n)), value: uint32(i)})
 					}
 				}
 				break
@@ -149,6 +173,10 @@ func scanMemberName(v []byte, i int) int {
 	}
 	return skipSpace(v, i+1)
 }
+
+// memberNameEnd returns the index past the name token at v[i] of a
+// member scanMemberName accepted.
+func memberNameEnd(v []byte, i int) int { return skipString(v, i) }
 
 // scanString returns the index past the string token starting at v[i] (a
 // quote), or -1 if it is not one. Bytes that are not UTF-8 are accepted,
