@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -63,6 +64,20 @@ func TestObjectEncoding(t *testing.T) {
 		}
 		if o != nil && !slices.Equal(o.order, c.order) {
 			t.Errorf("%s: order %v, want %v", c.src, o.order, c.order)
+		}
+	}
+}
+
+// TestSurelyHoldable: what scanJSON does not parse, classify accepts.
+func TestSurelyHoldable(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "999999999999999999", "-999999999999999999", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775809", "1.5", "-0.0", "1e400", "1E2", "2.5e-3",
+		strings.Repeat("9", 299) + ".5", strings.Repeat("9", 310) + ".5", strings.Repeat("9", 298) + ".5"} {
+		if !surelyHoldable([]byte(lit)) {
+			continue
+		}
+		if _, _, _, err := classify(lit); err != nil {
+			t.Errorf("%.40s: surely holdable, but classify says %v", lit, err)
 		}
 	}
 }

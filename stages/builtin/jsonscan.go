@@ -89,11 +89,13 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 			}
 			if c == '{' {
 				n := i
-				if i = scanMemberName(v, i); i < 0 {
+				var end int
+				end, i = scanMemberName(v, i)
+				if i < 0 {
 					return jsonScan{}
 				}
 				if members != nil && len(stack) == 1 {
-					*members = append(*members, member{name: uint32(n), nameEnd: uint32(memberNameEnd(v, n)), value: uint32(i)})
+					*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
 				}
 			}
 			continue
@@ -107,7 +109,7 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 			i = scanLiteral(v, i, "null")
 		case c == '-' || c >= '0' && c <= '9':
 			j := scanNumber(v, i)
-			if j >= 0 && numErr == nil {
+			if j >= 0 && numErr == nil && !surelyHoldable(v[i:j]) {
 				_, _, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
 			}
 			i = j
@@ -141,11 +143,13 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 				i = skipSpace(v, i+1)
 				if open == '{' {
 					n := i
-					if i = scanMemberName(v, i); i < 0 {
+					var end int
+					end, i = scanMemberName(v, i)
+					if i < 0 {
 						return jsonScan{}
 					}
 					if members != nil && len(stack) == 1 {
-						*members = append(*members, member{name: uint32(n), nameEnd: uint32(memberNameEnd(v, n)), value: uint32(i)})
+						*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
 					}
 				}
 				break
@@ -159,24 +163,47 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 	}
 }
 
-// scanMemberName returns the index of the value after the member name
-// and colon starting at v[i], or -1 if there are none.
-func scanMemberName(v []byte, i int) int {
+// scanMemberName returns the index past the member name starting at
+// v[i] (a string token) and the index of the value after it and its
+// colon; the value's index is -1 if there are none.
+func scanMemberName(v []byte, i int) (nameEnd, value int) {
 	if i >= len(v) || v[i] != '"' {
-		return -1
+		return -1, -1
 	}
 	if i = scanString(v, i); i < 0 {
-		return -1
+		return -1, -1
 	}
+	nameEnd = i
 	if i = skipSpace(v, i); i >= len(v) || v[i] != ':' {
-		return -1
+		return -1, -1
 	}
-	return skipSpace(v, i+1)
+	return nameEnd, skipSpace(v, i+1)
 }
 
-// memberNameEnd returns the index past the name token at v[i] of a
-// member scanMemberName accepted.
-func memberNameEnd(v []byte, i int) int { return skipString(v, i) }
+// surelyHoldable reports, without parsing it, that the number literal
+// lit (valid) is held by an int or a float64 (classify returns no
+// error): a whole number of at most 18 digits, or a fraction without
+// exponent shorter than 300 bytes (a float64 overflows past 309 integer
+// digits). False means classify has to tell.
+func surelyHoldable(lit []byte) bool {
+	if len(lit) >= 300 {
+		return false
+	}
+	digits := len(lit)
+	if lit[0] == '-' {
+		digits--
+	}
+	whole := true
+	for _, c := range lit {
+		switch c {
+		case 'e', 'E':
+			return false
+		case '.':
+			whole = false
+		}
+	}
+	return !whole || digits <= 18
+}
 
 // scanString returns the index past the string token starting at v[i] (a
 // quote), or -1 if it is not one. Bytes that are not UTF-8 are accepted,
