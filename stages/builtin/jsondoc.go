@@ -68,7 +68,7 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 	s := scanJSONMembers(v, &a.members)
 	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
-	if n := len(a.members); s.valid && s.object && len(v) < 1<<32 {
+	if n := len(a.members); s.valid && s.object && uint64(len(v)) < 1<<32 {
 		d.members, d.spans = a.members[start:n:n], true
 	} else {
 		a.members = a.members[:start]
@@ -111,14 +111,23 @@ func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, b
 		}
 		return true
 	}
-	for _, name := range vars {
-		env[name] = nil
+	var set uint64 // bit i: vars[i] is set (of the first 64)
+	if len(vars) > 64 {
+		for _, name := range vars {
+			env[name] = nil
+		}
 	}
 	d.eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
 			env[vars[i]] = decodeMember(raw, bx)
+			set |= 1 << (i & 63)
 		}
 	})
+	for i, name := range vars[:min(len(vars), 64)] {
+		if set&(1<<i) == 0 {
+			env[name] = nil // absent
+		}
+	}
 	return true
 }
 

@@ -63,7 +63,7 @@ type member struct{ name, nameEnd, value, end uint32 }
 // appended members are meaningful only if the value is valid, and only
 // for a value shorter than 4GiB (longer: nothing is appended).
 func scanJSONMembers(v []byte, members *[]member) jsonScan {
-	if len(v) >= 1<<32 {
+	if uint64(len(v)) >= 1<<32 {
 		members = nil
 	}
 	var buf [64]byte
