@@ -57,6 +57,15 @@ func (c *Cache) Get(b []byte) (any, bool) {
 	return e.v, ok
 }
 
+// Reserve makes room for n more entries at once, so a stage that is
+// about to store one per record of a batch does not grow the cache step
+// by step. It only matters before the first Put.
+func (c *Cache) Reserve(n int) {
+	if c != nil && c.entries == nil && n > 0 {
+		c.entries = make(map[key]entry, n)
+	}
+}
+
 // Put stores v for b. Empty b is not stored.
 func (c *Cache) Put(b []byte, v any) {
 	if c == nil || len(b) == 0 {

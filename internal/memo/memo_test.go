@@ -37,3 +37,22 @@ func TestCache(t *testing.T) {
 		t.Fatal("a nil cache found a value")
 	}
 }
+
+// TestReserve: a reserved cache keeps and finds entries as any other; a
+// nil cache reserves nothing.
+func TestReserve(t *testing.T) {
+	var none *Cache
+	none.Reserve(10)
+	c := From(With(context.Background()))
+	c.Reserve(2)
+	a, b := []byte("a"), []byte("b")
+	c.Put(a, 1)
+	c.Put(b, 2)
+	c.Reserve(100) // after a Put: no effect, nothing lost
+	if x, ok := c.Get(a); !ok || x != 1 {
+		t.Fatalf("a: %v %v", x, ok)
+	}
+	if x, ok := c.Get(b); !ok || x != 2 {
+		t.Fatalf("b: %v %v", x, ok)
+	}
+}

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -80,6 +81,56 @@ func shopBatch() []stages.Record {
 // map (key and a reshaped value) through the process step's chain, as the
 // pipeline does: ns/record is per input record.
 func BenchmarkShopChain(b *testing.B) {
+	in := shopBatch()
+	runChainBench(b, in, len(in)/4, stages.Options{"require": []string{"type", "user"}},
+		stages.Options{"if": `json.type == "purchase"`},
+		stages.Options{"key": `json.user`, "value": `toJSON({"order": json.id, "user": json.user, "amount": json.amount})`})
+}
+
+// benchEvent has the shape of bench/compare's shop events
+// (bench/compare/internal/events): the record values its loader writes.
+type benchEvent struct {
+	ID       int64   `json:"id"`
+	TS       int64   `json:"ts"`
+	Type     string  `json:"type"`
+	User     string  `json:"user"`
+	Session  string  `json:"session"`
+	Product  string  `json:"product"`
+	Category string  `json:"category"`
+	Price    float64 `json:"price"`
+	Qty      int     `json:"qty"`
+	Currency string  `json:"currency"`
+	Country  string  `json:"country"`
+	Device   string  `json:"device"`
+}
+
+// compareBatch is 1000 events shaped like bench/compare's, one in four a
+// purchase, keyed by user.
+func compareBatch() []stages.Record {
+	types := []string{"view", "cart", "purchase", "search"}
+	in := make([]stages.Record, 1000)
+	for i := range in {
+		h := uint64(i) * 0x9e3779b97f4a7c15
+		e := benchEvent{
+			ID: int64(i), TS: 1764558000000000 + int64(i)*37, Type: types[i%4],
+			User: fmt.Sprintf("u%d", h%2000), Session: fmt.Sprintf("s-%08x", uint32(h>>7)),
+			Product: fmt.Sprintf("sku-%d", h>>20%50000), Category: []string{"books", "music", "games"}[i%3],
+			Price: float64(99+(h>>36)%20000) / 100, Qty: 1 + int((h>>52)%5),
+			Currency: []string{"EUR", "USD", "GBP", "SEK"}[i%4], Country: "DE", Device: "mobile",
+		}
+		v, err := json.Marshal(e)
+		if err != nil {
+			panic(err)
+		}
+		in[i] = rec(int64(i), e.User, string(v))
+	}
+	return in
+}
+
+// runChainBench measures a json -> filter -> map chain over in, of which
+// want records come out: ns/record and allocs/record are per input
+// record.
+func runChainBench(b *testing.B, in []stages.Record, want int, json, filter, mapOpts stages.Options) {
 	build := func(name string, opts stages.Options) process.NamedStage {
 		st, err := stagetest.Build(name, opts, stagetest.Env(nil, nil))
 		if err != nil {
@@ -88,19 +139,27 @@ func BenchmarkShopChain(b *testing.B) {
 		return process.NamedStage{Name: name, Stage: st}
 	}
 	chain := process.Chain{Log: stagetest.Env(nil, nil).Log, Stages: []process.NamedStage{
-		build("json", stages.Options{"require": []string{"type", "user"}}),
-		build("filter", stages.Options{"if": `json.type == "purchase"`}),
-		build("map", stages.Options{"key": `json.user`, "value": `toJSON({"order": json.id, "user": json.user, "amount": json.amount})`}),
+		build("json", json), build("filter", filter), build("map", mapOpts),
 	}}
-	in := shopBatch()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
 		out, err := chain.Run(ctx, in)
-		if err != nil || len(out) != len(in)/4 {
-			b.Fatalf("%d records out, %v; want %d", len(out), err, len(in)/4)
+		if err != nil || len(out) != want {
+			b.Fatalf("%d records out, %v; want %d", len(out), err, want)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/record")
 	b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, _ = chain.Run(ctx, in) }))/float64(len(in)), "allocs/record")
+}
+
+// BenchmarkShopChainBench runs exactly the stage chain of
+// bench/compare/configs/fencepost-defaults.yaml (json, filter, map) over
+// events shaped like bench/compare's.
+func BenchmarkShopChainBench(b *testing.B) {
+	in := compareBatch()
+	runChainBench(b, in, len(in)/4, stages.Options{},
+		stages.Options{"if": `json.type == "purchase"`},
+		stages.Options{"key": `json.user`,
+			"value": `toJSON({"order": json.id, "user": json.user, "product": json.product, "amount": json.price * json.qty, "currency": json.currency, "ts": json.ts})`})
 }

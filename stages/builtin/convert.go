@@ -97,6 +97,7 @@ func compileTransform(opts stages.Options) (*transform, error) {
 		if *part.prog, err = compile(part.name, part.name, src, false); err != nil {
 			return nil, err
 		}
+		withEncoded(*part.prog, part.name, src)
 	}
 	var hs map[string]string
 	if opts.Has("headers") {
@@ -115,6 +116,7 @@ func compileTransform(opts stages.Options) (*transform, error) {
 		if err != nil {
 			return nil, err
 		}
+		withEncoded(p, "headers", hs[name])
 		t.headers = append(t.headers, headerProgram{name: name, prog: p})
 	}
 	var ps []*program
@@ -164,7 +166,24 @@ func (t *transform) apply(e *evaluator, r stages.Record) (stages.Record, error) 
 	return r, nil
 }
 
+// eval returns the bytes of p's result over the loaded record. A program
+// toJSON(x) has x encoded straight into the bytes (one allocation, of
+// their exact size) rather than into a string that is then copied; should
+// x fail, or have no encoding, p itself runs, for its error. An object
+// literal x with constant keys is written member by member (see
+// objectEncoding).
 func (t *transform) eval(e *evaluator, p *program) ([]byte, error) {
+	if x := p.encoded; x != nil {
+		if o := x.object; o != nil {
+			if b, err := o.encode(e); err == nil {
+				return b, nil
+			}
+		} else if v, err := e.run(x); err == nil {
+			if b, err := marshalJSON(v); err == nil {
+				return b, nil
+			}
+		}
+	}
 	v, err := e.run(p)
 	if err != nil {
 		return nil, err

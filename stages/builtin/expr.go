@@ -1,10 +1,12 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unsafe"
@@ -97,6 +99,14 @@ type program struct {
 	// byField is the expression compiled with each json.<field> of
 	// fields replaced by the variable fieldVar(field); nil if fields is.
 	byField *vm.Program
+	// encoded is the argument of a program that is one call toJSON(x),
+	// compiled on its own: transform encodes its result straight into
+	// the record's bytes (see transform.eval); nil for other programs.
+	encoded *program
+	// object is set on an encoded program that is an object literal
+	// with constant keys ({"a": x, "b": y}): its members are written
+	// one by one, without the map the literal builds.
+	object *objectEncoding
 }
 
 // fieldVar is the variable that stands for json.<field> in a program's
@@ -118,7 +128,7 @@ func (fieldPatch) Visit(n *ast.Node) {
 
 // compileByField compiles src in its byField form: fields (what the
 // expression reads of json) become variables of any type.
-func compileByField(src string, fields []string) (*vm.Program, error) {
+func compileByField(src string, fields []string, extra ...expr.Option) (*vm.Program, error) {
 	env := make(types.Map, len(runTypes)+len(fields))
 	for k, v := range runTypes {
 		env[k] = v
@@ -126,7 +136,7 @@ func compileByField(src string, fields []string) (*vm.Program, error) {
 	for _, f := range fields {
 		env[fieldVar(f)] = types.Any
 	}
-	return expr.Compile(src, expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}))
+	return expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}))...)
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
@@ -166,8 +176,10 @@ var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
 // *stages.OptionError naming option, carrying expr's message. wantBool
 // rejects expressions whose type is known and not bool. (expr.AsBool is
 // not used: it turns a nil result into false at run time, and a
-// condition that is not a bool must fail its record.)
-func compile(option, label, src string, wantBool bool) (*program, error) {
+// condition that is not a bool must fail its record.) extra options
+// (patches) apply to the programs that run, not to the type check, before
+// the patches compile's own (so those see their result).
+func compile(option, label, src string, wantBool bool, extra ...expr.Option) (*program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &stages.OptionError{Option: option, Err: fmt.Errorf("%s: empty expression", label)}
 	}
@@ -180,7 +192,7 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 	u := &usage{}
 	var p *vm.Program
 	if err == nil {
-		p, err = expr.Compile(src, expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u))
+		p, err = expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u))...)
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown name") {
@@ -198,12 +210,157 @@ func compile(option, label, src string, wantBool bool) (*program, error) {
 			// It compiled as written, so it compiles with json's fields
 			// as variables of json's own type; if not, the program as
 			// written serves every record.
-			if bp, err := compileByField(src, fields); err == nil {
+			if bp, err := compileByField(src, fields, extra...); err == nil {
 				prog.byField = bp
 			}
 		}
 	}
 	return prog, nil
+}
+
+// toJSONArg returns the source of x if src is exactly one call toJSON(x),
+// as compiled into p (whose tree is checked: "toJSON(a) + toJSON(b)"
+// does not qualify); else "".
+func toJSONArg(src string, p *vm.Program) string {
+	call, ok := p.Node().(*ast.CallNode)
+	if !ok || len(call.Arguments) != 1 {
+		return ""
+	}
+	if id, ok := call.Callee.(*ast.IdentifierNode); !ok || id.Value != "toJSON" {
+		return ""
+	}
+	s := strings.TrimSpace(src)
+	if !strings.HasPrefix(s, "toJSON(") || !strings.HasSuffix(s, ")") {
+		return ""
+	}
+	// The call spans all of s, so its one argument is what is between
+	// the parentheses (a valid expression balances its own).
+	return s[len("toJSON(") : len(s)-1]
+}
+
+// withEncoded sets p.encoded if p is one call toJSON(x) whose argument
+// compiles to a program that reads the same of a record and runs the
+// same way (byField or not).
+func withEncoded(p *program, option, src string) {
+	arg := toJSONArg(src, p.prog)
+	if arg == "" {
+		return
+	}
+	x, err := compile(option, p.label, arg, false)
+	if err != nil || !sameReads(x, p) {
+		return
+	}
+	p.encoded = x
+	x.object = objectOf(option, x, strings.TrimSpace(arg))
+}
+
+// sameReads reports whether x reads what p reads of a record and runs
+// the same way (its byField form or not), so the evaluator loaded for p
+// runs x.
+func sameReads(x, p *program) bool {
+	return x.uses == p.uses && (x.byField == nil) == (p.byField == nil) && slices.Equal(x.fields, p.fields)
+}
+
+// objectEncoding writes an object literal with constant keys as JSON, as
+// appendJSON writes the map it builds: members sorted by name and, of
+// duplicate names, the first (expr builds a literal's map from its last
+// pair to its first). Each value is a program of its own, so no map (nor
+// array) is built per record.
+type objectEncoding struct {
+	values []*program // per pair of the literal, its value
+	order  []int      // per member written, the index of its value
+	names  [][]byte   // per member written, its name as JSON and ':'
+}
+
+// objectOf returns the encoding of x, compiled from src, if src is an
+// object literal whose keys are all constants; else nil.
+func objectOf(option string, x *program, src string) *objectEncoding {
+	m, ok := x.prog.Node().(*ast.MapNode)
+	if !ok || !strings.HasPrefix(src, "{") || len(m.Pairs) == 0 {
+		return nil
+	}
+	keys := make([]string, len(m.Pairs))
+	for i, pn := range m.Pairs {
+		k, ok := pn.(*ast.PairNode).Key.(*ast.StringNode)
+		if !ok {
+			return nil
+		}
+		keys[i] = k.Value
+	}
+	o := &objectEncoding{}
+	for i := range keys {
+		v, err := compile(option, x.label, src, false, expr.Patch(rootObjectValue{i}))
+		if err != nil || !runsWith(v, x) {
+			return nil
+		}
+		o.values = append(o.values, v)
+		if !slices.Contains(keys[:i], keys[i]) {
+			o.order = append(o.order, i)
+		}
+	}
+	slices.SortFunc(o.order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	for _, i := range o.order {
+		name, err := appendJSON(nil, keys[i])
+		if err != nil {
+			return nil
+		}
+		o.names = append(o.names, append(name, ':'))
+	}
+	return o
+}
+
+// runsWith reports whether v, a part of x, runs over a record loaded for
+// x: it reads nothing x does not, and if it reads json and x runs in its
+// byField form, so does v.
+func runsWith(v, x *program) bool {
+	if v.uses&^x.uses != 0 {
+		return false
+	}
+	return v.uses&useJSON == 0 || x.byField == nil || v.byField != nil
+}
+
+// rootObjectValue turns the object literal at the start of the source
+// (the whole expression, as objectOf checks) into the value of its pair
+// number i.
+type rootObjectValue struct{ i int }
+
+func (r rootObjectValue) Visit(n *ast.Node) {
+	if m, ok := (*n).(*ast.MapNode); ok && m.Location().From == 0 && r.i < len(m.Pairs) {
+		ast.Patch(n, m.Pairs[r.i].(*ast.PairNode).Value)
+	}
+}
+
+// encode returns the object's JSON over the record e has loaded, in a
+// slice of its exact size. Every value is evaluated, as the literal
+// evaluates them, so an error of any of them is reported.
+func (o *objectEncoding) encode(e *evaluator) ([]byte, error) {
+	p := scratchBuffers.Get().(*[]byte)
+	b := append((*p)[:0], '{')
+	var err error
+	var vals [16]any
+	values := vals[:0]
+	for _, v := range o.values {
+		x, rerr := e.run(v)
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		values = append(values, x)
+	}
+	for j, i := range o.order {
+		if err != nil {
+			break
+		}
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, o.names[j]...)
+		b, err = appendJSON(b, values[i])
+	}
+	b = append(b, '}')
+	out := bytes.Clone(b)
+	putScratch(p, b)
+	return out, err
 }
 
 // reads is what a stage's programs read of a record, worked out once
@@ -254,12 +411,19 @@ type evaluator struct {
 	// projected: the loaded record's json fields are in reads.vars, and
 	// the byField forms run.
 	projected bool
+	docs      docAlloc // for the docs it makes
+	box       boxer    // for the fields it projects
 }
 
 // newEvaluator returns an evaluator for programs that read rd; ctx is
-// the Process call's, whose memo (if any) the evaluator shares.
-func newEvaluator(ctx context.Context, rd *reads) *evaluator {
-	return &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
+// the Process call's, whose memo (if any) the evaluator shares; n is the
+// batch's length.
+func newEvaluator(ctx context.Context, rd *reads, n int) *evaluator {
+	e := &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
+	if rd.uses&useJSON != 0 {
+		e.cache.Reserve(n) // a doc per record, if no stage before made them
+	}
+	return e
 }
 
 // load sets the variables the programs use to r's. Key, value and header
@@ -301,8 +465,8 @@ func (e *evaluator) load(r *stages.Record) error {
 	}
 	e.projected = false
 	if u&useJSON != 0 {
-		d := docFor(e.cache, r.Value)
-		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env) {
+		d := docFor(e.cache, &e.docs, r.Value)
+		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env, &e.box) {
 			e.projected = true
 			return nil
 		}

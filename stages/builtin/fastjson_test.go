@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,8 @@ import (
 // reader decodes what encoding/json decodes (numbers as documented: see
 // parseJSON) or refuses it for the same reason; and segmentio encodes a
 // decoded value to the bytes encoding/json writes (no HTML escaping, as
-// marshalJSON). A dependency upgrade that drifts fails here.
+// marshalJSON). A dependency upgrade that drifts fails here. An object's
+// fields read one by one (project) are what the whole value holds.
 func FuzzFastJSONAgreesWithStd(f *testing.F) {
 	for _, s := range []string{
 		`{"id":1,"type":"purchase","user":"u1","price":12.5,"qty":3,"tags":["a","b"],"n":null,"ok":true}`,
@@ -62,6 +64,34 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		got := decodeValid(b)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
+		}
+		if s.object {
+			// The members scanJSONMembers records are those eachMember
+			// walks to.
+			var got []member
+			scanJSONMembers(b, &got)
+			var walked [][2]string
+			eachMember(b, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
+			if len(got) != len(walked) {
+				t.Fatalf("%.300q: %d members recorded, %d walked", b, len(got), len(walked))
+			}
+			for i, m := range got {
+				if r := [2]string{string(b[m.name:m.nameEnd]), string(b[m.value:m.end])}; r != walked[i] {
+					t.Fatalf("%.300q: member %d recorded as %q, walked %q", b, i, r, walked[i])
+				}
+			}
+		}
+		if m, isObject := want.(map[string]any); isObject {
+			// The projection (fields decoded one by one, boxed from
+			// slabs) gives what the full value gives, for its own
+			// names and some it may lack.
+			fields := []string{"type", "a"}
+			for name := range m {
+				if len(fields) < 8 && !slices.Contains(fields, name) {
+					fields = append(fields, name)
+				}
+			}
+			checkProjection(t, b, fields)
 		}
 		var std bytes.Buffer
 		se := json.NewEncoder(&std)

@@ -47,7 +47,7 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // *stages.RecordErrors. Once ctx has ended it returns ctx.Err() (checked
 // before each record).
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
-	e := newEvaluator(ctx, f.reads)
+	e := newEvaluator(ctx, f.reads, len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)

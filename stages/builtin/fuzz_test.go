@@ -149,3 +149,55 @@ func mustBuild(f *testing.F, name string, opts stages.Options, env stages.Env) s
 	}
 	return st
 }
+
+// FuzzToJSONEncoded guards map's direct path for a value toJSON(x) (x
+// encoded straight into the record's bytes) against the general one (the
+// string toJSON returns, converted to bytes): toJSON(x) + "" takes the
+// general path. For arbitrary values both give the same bytes, or fail
+// the record with the same error.
+func FuzzToJSONEncoded(f *testing.F) {
+	for _, v := range []string{
+		`{"id":7,"user":"u1","product":"sku-1","price":12.5,"qty":3,"currency":"EUR","ts":1764558000000000}`,
+		`{"id":1,"price":1e308,"qty":10}`, `{"user":"a\"b\u00e9\ud800","id":-0}`, `{"id":12345678901234567890}`,
+		`[1,2]`, `"text"`, `null`, `{"a":`, ``, "\xff", `{"price":{"x":[1,{}]},"qty":2}`, `{"user":null,"ts":1.5e-7}`,
+	} {
+		f.Add([]byte(v), byte(0))
+	}
+	exprs := []string{
+		`{"order": json.id, "user": json.user, "product": json.product, "amount": json.price * json.qty, "currency": json.currency, "ts": json.ts}`,
+		`{"order": json?.id, "user": json?.user}`,
+		`json`,
+		`[json?.user, json?.price, key, offset]`,
+		`json?.price * 1e308`,
+		`{"b": 1, "a": json?.ts, "b": json?.qty}`,
+		`json?.user`,
+	}
+	env := stagetest.Env(nil, &stagetest.Producer{})
+	type pair struct{ direct, general stages.Stage }
+	pairs := make([]pair, len(exprs))
+	for i, x := range exprs {
+		pairs[i] = pair{
+			direct:  mustBuild(f, "map", stages.Options{"value": "toJSON(" + x + ")", "key": " toJSON( " + x + " ) "}, env),
+			general: mustBuild(f, "map", stages.Options{"value": "toJSON(" + x + `) + ""`, "key": " toJSON( " + x + ` ) + ""`}, env),
+		}
+	}
+	f.Fuzz(func(t *testing.T, value []byte, which byte) {
+		p := pairs[int(which)%len(pairs)]
+		r := stages.Record{Topic: "t", Offset: 3, Key: []byte("k"), Value: value}
+		dv, dk, derr := mapOne(p.direct, r)
+		gv, gk, gerr := mapOne(p.general, r)
+		if derr != gerr || !sameBytes(dv, gv) || !sameBytes(dk, gk) {
+			t.Fatalf("%q, %s:\ndirect  %q %q %s\ngeneral %q %q %s", value, exprs[int(which)%len(exprs)], dk, dv, derr, gk, gv, gerr)
+		}
+	})
+}
+
+// mapOne runs a map stage on r alone: the output's value and key, or the
+// text of the record's error.
+func mapOne(st stages.Stage, r stages.Record) (value, key []byte, err string) {
+	out, e := st.Process(context.Background(), []stages.Record{r})
+	if e != nil {
+		return nil, nil, e.Error()
+	}
+	return out[0].Value, out[0].Key, ""
+}

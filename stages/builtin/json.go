@@ -54,9 +54,11 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // Once ctx has ended it returns ctx.Err() (checked before each record).
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
+	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
+	var docs docAlloc
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
-		if err := j.check(docFor(cache, r.Value), r.Value, seen); err != nil {
+		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
 			return stages.Permanent(err)
 		}
 		emit(*r)
@@ -80,7 +82,7 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 		return fmt.Errorf("value is a JSON %s, not an object: required fields %s cannot be present", kindName(firstByte(v)), strings.Join(j.require, ", "))
 	}
 	clear(seen)
-	eachMember(v, func(name, _ []byte) {
+	d.eachMember(v, func(name, _ []byte) {
 		if i := fieldIndex(j.require, name); i >= 0 {
 			seen[i] = true
 		}

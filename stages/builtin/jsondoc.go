@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
@@ -36,19 +35,44 @@ type jsonDoc struct {
 	err    error // valid but refused: a *DepthError or *NumberError (the record fails)
 	full   any   // the whole value, once parsed (parsed says so)
 	parsed bool
+	// members are where an object's members are (spans says they were
+	// recorded), so the stages that read fields do not walk it again.
+	members []member
+	spans   bool
 }
+
+// docAlloc is where the docs of one Process call come from: the docs
+// themselves, and the room their members are recorded in (a doc's
+// members are a slice of it no later doc writes to).
+type docAlloc struct {
+	docs    slab[jsonDoc]
+	members []member
+}
+
+// membersChunk is how many members docAlloc makes room for at once.
+const membersChunk = 1024
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
-// stage).
-func docFor(cache *memo.Cache, v []byte) *jsonDoc {
+// stage). A new doc comes from docs.
+func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 	if x, ok := cache.Get(v); ok {
 		if d, ok := x.(*jsonDoc); ok {
 			return d
 		}
 	}
-	s := scanJSON(v)
-	d := &jsonDoc{valid: s.valid, object: s.object, err: s.err}
+	if cap(a.members)-len(a.members) < 64 {
+		a.members = make([]member, 0, membersChunk)
+	}
+	start := len(a.members)
+	s := scanJSONMembers(v, &a.members)
+	d := a.docs.next()
+	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
+	if n := len(a.members); s.valid && s.object && uint64(len(v)) < 1<<32 {
+		d.members, d.spans = a.members[start:n:n], true
+	} else {
+		a.members = a.members[:start]
+	}
 	cache.Put(v, d)
 	return d
 }
@@ -74,8 +98,9 @@ func (d *jsonDoc) value(v []byte) (any, error) {
 // an absent field; the last of duplicates wins) and reports true, if v is
 // a JSON object the doc does not refuse. Otherwise it sets nothing and
 // reports false: the caller needs value. Only the named members are
-// decoded, from the bytes, unless the whole value is parsed already.
-func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) bool {
+// decoded, from the bytes, unless the whole value is parsed already; bx
+// boxes the scalars among them.
+func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
 	if !d.valid || !d.object || d.err != nil {
 		return false
 	}
@@ -86,45 +111,94 @@ func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any) b
 		}
 		return true
 	}
-	for _, name := range vars {
-		env[name] = nil
+	var set uint64 // bit i: vars[i] is set (of the first 64)
+	if len(vars) > 64 {
+		for _, name := range vars {
+			env[name] = nil
+		}
 	}
-	eachMember(v, func(name, raw []byte) {
+	d.eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
-			env[vars[i]] = decodeValid(raw)
+			env[vars[i]] = decodeMember(raw, bx)
+			set |= 1 << (i & 63)
 		}
 	})
+	for i, name := range vars[:min(len(vars), 64)] {
+		if set&(1<<i) == 0 {
+			env[name] = nil // absent
+		}
+	}
 	return true
+}
+
+// decodeMember is decodeValid(raw) for a member's raw value, with a
+// string or number boxed by bx (the same any, without an allocation of
+// its own).
+func decodeMember(raw []byte, bx *boxer) any {
+	switch raw[0] {
+	case '"':
+		d := decoder{b: raw}
+		return bx.str(d.str())
+	case '{', '[', 't', 'f', 'n':
+		return decodeValid(raw)
+	}
+	i, f, whole, err := classify(bytesString(raw))
+	switch {
+	case err != nil: // never: scanJSON refused the value already
+		return decodeValid(raw)
+	case whole:
+		return bx.int(int(i))
+	}
+	return bx.float(f)
 }
 
 // fieldIndex returns the index in fields of the member name (a JSON
 // string token, quotes included), or -1.
 func fieldIndex(fields []string, name []byte) int {
-	inner := name[1 : len(name)-1]
-	if bytes.IndexByte(inner, '\\') >= 0 || !isASCII(inner) {
-		// Escapes, or bytes encoding/json may replace (invalid UTF-8):
-		// compare what the decoder makes of the name.
-		var s string
-		if json.Unmarshal(name, &s) != nil {
-			return -1
-		}
-		return slices.Index(fields, s)
-	}
+	inner := bytesString(name[1 : len(name)-1])
 	for i, f := range fields {
-		if f == bytesString(inner) {
-			return i
+		if f == inner {
+			// Equal bytes: the name is f as written, unless f itself
+			// holds what the name would have to escape.
+			if plainName(f) {
+				return i
+			}
+			break
 		}
 	}
-	return -1
+	if plainName(inner) {
+		return -1 // no escape, nothing encoding/json replaces: the name is its bytes
+	}
+	// Escapes, or bytes encoding/json may replace (invalid UTF-8):
+	// compare what the decoder makes of the name.
+	var s string
+	if json.Unmarshal(name, &s) != nil {
+		return -1
+	}
+	return slices.Index(fields, s)
 }
 
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
+// plainName reports whether s, the inside of a JSON string token, is
+// what it decodes to: no escape, only ASCII.
+func plainName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\\' || c >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
+}
+
+// eachMember is eachMember(v, fn) for v, the doc's value (an object),
+// from its recorded members if it has them.
+func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
+	if !d.spans {
+		eachMember(v, fn)
+		return
+	}
+	for _, m := range d.members {
+		fn(v[m.name:m.nameEnd], v[m.value:m.end])
+	}
 }
 
 // eachMember calls fn with the name (a string token, quotes included) and

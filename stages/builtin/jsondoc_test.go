@@ -146,13 +146,13 @@ func fullValue(v []byte) (any, error) {
 // value, for each of fields.
 func checkProjection(t interface{ Fatalf(string, ...any) }, v []byte, fields []string) {
 	full, fullErr := fullValue(v)
-	d := docFor(nil, v)
+	d := docFor(nil, new(docAlloc), v)
 	vars := make([]string, len(fields))
 	for i, f := range fields {
 		vars[i] = fieldVar(f)
 	}
 	env := map[string]any{}
-	if !d.project(v, fields, vars, env) {
+	if !d.project(v, fields, vars, env, new(boxer)) {
 		// Not an object, not JSON, or a number too large: the program
 		// as written runs over value.
 		got, err := d.value(v)
@@ -275,19 +275,20 @@ func jsonString(s string) string {
 func TestDocSharedWithinAChainCall(t *testing.T) {
 	cache := memo.From(memo.With(context.Background()))
 	v := []byte(`{"type":"a"}`)
-	d := docFor(cache, v)
-	if docFor(cache, v) != d {
+	var docs docAlloc
+	d := docFor(cache, &docs, v)
+	if docFor(cache, &docs, v) != d {
 		t.Fatal("the same bytes got a second doc")
 	}
 	replaced := []byte(`{"type":"b"}`)
-	if docFor(cache, replaced) == d {
+	if docFor(cache, &docs, replaced) == d {
 		t.Fatal("new bytes found the old doc")
 	}
 	full, err := d.value(v)
 	if err != nil || !reflect.DeepEqual(full, map[string]any{"type": "a"}) {
 		t.Fatalf("full value %#v, %v", full, err)
 	}
-	if again, _ := docFor(cache, v).value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
+	if again, _ := docFor(cache, &docs, v).value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
 		t.Fatal("the full value was parsed twice")
 	}
 }
@@ -328,10 +329,10 @@ func TestByFieldFormMatchesAsWritten(t *testing.T) {
 		}
 		for _, v := range values {
 			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
-			fast := newEvaluator(context.Background(), readsOf(p))
+			fast := newEvaluator(context.Background(), readsOf(p), 0)
 			asWritten := *readsOf(p)
 			asWritten.project = false
-			slow := newEvaluator(context.Background(), &asWritten)
+			slow := newEvaluator(context.Background(), &asWritten, 0)
 			fastOut, fastErr := loadAndRun(fast, &r, p)
 			slowOut, slowErr := loadAndRun(slow, &r, p)
 			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {

@@ -52,7 +52,20 @@ type jsonScan struct {
 // array or object (no recursion, whatever the depth). A valid value is
 // read to its end even past MaxJSONDepth, so that a value too deep is
 // told apart from one that is not JSON at all.
-func scanJSON(v []byte) jsonScan {
+func scanJSON(v []byte) jsonScan { return scanJSONMembers(v, nil) }
+
+// member is where one member of an object is in its bytes: the name
+// token (quotes included) is [name, nameEnd), the value [value, end).
+type member struct{ name, nameEnd, value, end uint32 }
+
+// scanJSONMembers is scanJSON that also appends to *members (if members
+// is not nil) where each member of a top-level object is, in order; the
+// appended members are meaningful only if the value is valid, and only
+// for a value shorter than 4GiB (longer: nothing is appended).
+func scanJSONMembers(v []byte, members *[]member) jsonScan {
+	if uint64(len(v)) >= 1<<32 {
+		members = nil
+	}
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
 	maxDepth := 0
@@ -75,8 +88,14 @@ func scanJSON(v []byte) jsonScan {
 				break
 			}
 			if c == '{' {
-				if i = scanMemberName(v, i); i < 0 {
+				n := i
+				var end int
+				end, i = scanMemberName(v, i)
+				if i < 0 {
 					return jsonScan{}
+				}
+				if members != nil && len(stack) == 1 {
+					*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
 				}
 			}
 			continue
@@ -90,7 +109,7 @@ func scanJSON(v []byte) jsonScan {
 			i = scanLiteral(v, i, "null")
 		case c == '-' || c >= '0' && c <= '9':
 			j := scanNumber(v, i)
-			if j >= 0 && numErr == nil {
+			if j >= 0 && numErr == nil && !surelyHoldable(v[i:j]) {
 				_, _, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
 			}
 			i = j
@@ -102,6 +121,9 @@ func scanJSON(v []byte) jsonScan {
 		}
 		// After a value: close containers until one goes on.
 		for {
+			if members != nil && len(stack) == 1 && object {
+				(*members)[len(*members)-1].end = uint32(i) // a member's value ends
+			}
 			i = skipSpace(v, i)
 			if len(stack) == 0 {
 				if i != len(v) {
@@ -120,8 +142,14 @@ func scanJSON(v []byte) jsonScan {
 			if v[i] == ',' {
 				i = skipSpace(v, i+1)
 				if open == '{' {
-					if i = scanMemberName(v, i); i < 0 {
+					n := i
+					var end int
+					end, i = scanMemberName(v, i)
+					if i < 0 {
 						return jsonScan{}
+					}
+					if members != nil && len(stack) == 1 {
+						*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
 					}
 				}
 				break
@@ -135,19 +163,46 @@ func scanJSON(v []byte) jsonScan {
 	}
 }
 
-// scanMemberName returns the index of the value after the member name
-// and colon starting at v[i], or -1 if there are none.
-func scanMemberName(v []byte, i int) int {
+// scanMemberName returns the index past the member name starting at
+// v[i] (a string token) and the index of the value after it and its
+// colon; the value's index is -1 if there are none.
+func scanMemberName(v []byte, i int) (nameEnd, value int) {
 	if i >= len(v) || v[i] != '"' {
-		return -1
+		return -1, -1
 	}
 	if i = scanString(v, i); i < 0 {
-		return -1
+		return -1, -1
 	}
+	nameEnd = i
 	if i = skipSpace(v, i); i >= len(v) || v[i] != ':' {
-		return -1
+		return -1, -1
 	}
-	return skipSpace(v, i+1)
+	return nameEnd, skipSpace(v, i+1)
+}
+
+// surelyHoldable reports, without parsing it, that the number literal
+// lit (valid) is held by an int or a float64 (classify returns no
+// error): a whole number of at most 18 digits, or a fraction without
+// exponent shorter than 300 bytes (a float64 overflows past 309 integer
+// digits). False means classify has to tell.
+func surelyHoldable(lit []byte) bool {
+	if len(lit) >= 300 {
+		return false
+	}
+	digits := len(lit)
+	if lit[0] == '-' {
+		digits--
+	}
+	whole := true
+	for _, c := range lit {
+		switch c {
+		case 'e', 'E':
+			return false
+		case '.':
+			whole = false
+		}
+	}
+	return !whole || digits <= 18
 }
 
 // scanString returns the index past the string token starting at v[i] (a

@@ -36,7 +36,7 @@ func (e *NumberError) Error() string {
 // fraction or exponent, and i is then its value; else f is. err is the
 // *NumberError of a number neither an int64 nor a float64 holds.
 func classify(lit string) (i int64, f float64, whole bool, err error) {
-	if !strings.ContainsAny(lit, ".eE") {
+	if isWhole(lit) {
 		i, err := strconv.ParseInt(lit, 10, strconv.IntSize) // an int holds it
 		if err != nil {
 			return 0, 0, true, &NumberError{Number: shorten(lit), Whole: true}
@@ -48,6 +48,17 @@ func classify(lit string) (i int64, f float64, whole bool, err error) {
 		return 0, 0, false, &NumberError{Number: shorten(lit)}
 	}
 	return 0, f, false, nil
+}
+
+// isWhole reports whether a number literal has neither fraction nor
+// exponent.
+func isWhole(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		if c := lit[i]; c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 func shorten(lit string) string {

@@ -48,7 +48,7 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // expressions fail is reported in a *stages.RecordErrors. Once ctx has
 // ended it returns ctx.Err() (checked before each record).
 func (m *mapStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
-	e := newEvaluator(ctx, m.t.reads)
+	e := newEvaluator(ctx, m.t.reads, len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
 		if err := e.load(r); err != nil {
 			return stages.Permanent(err)

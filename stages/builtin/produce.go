@@ -71,7 +71,7 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // (the producer picks the partition from the key), the input's
 // timestamp, and the key, value and headers described by the options.
 func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
-	e := newEvaluator(ctx, s.t.reads)
+	e := newEvaluator(ctx, s.t.reads, len(in))
 	batch := make([]stages.Record, 0, len(in))
 	var re stages.RecordErrors // inputs whose record is in batch, and the failed ones
 	done := ctx.Done()

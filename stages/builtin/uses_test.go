@@ -44,12 +44,12 @@ func TestJSONParsedOnlyWhenUsed(t *testing.T) {
 		}
 		return p
 	}
-	e := newEvaluator(context.Background(), readsOf(compiled(`value`)))
+	e := newEvaluator(context.Background(), readsOf(compiled(`value`)), 0)
 	e.env[varJSON] = "stale"
 	if err := e.load(&valid); err != nil || e.env[varJSON] != "stale" {
 		t.Errorf("json parsed though no expression uses it")
 	}
-	e = newEvaluator(context.Background(), readsOf(compiled(`json`)))
+	e = newEvaluator(context.Background(), readsOf(compiled(`json`)), 0)
 	if err := e.load(&valid); err != nil {
 		t.Fatal(err)
 	}
