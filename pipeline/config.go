@@ -186,7 +186,7 @@ type ConsumerConfig struct {
 	// may return. A record larger than what is left still gets through
 	// (Kafka returns a partition's first batch whatever its size), so the
 	// total can pass the budget by one record per fetch in flight until
-	// it is processed. Default 64MiB.
+	// it is processed. Default 16MiB (see docs/operations.md, "Sizing", for why not more).
 	BufferBytes ByteSize `yaml:"buffer_bytes"`
 	// Ordering is partition (default) or key.
 	Ordering Ordering `yaml:"ordering"`
@@ -319,7 +319,7 @@ func (c Config) withDefaults() Config {
 	defB(&k.FetchMinBytes, 1)
 	defB(&k.FetchMaxBytes, 50*MiB)
 	defB(&k.MaxPartitionFetchBytes, 1*MiB)
-	defB(&k.BufferBytes, 64*MiB)
+	defB(&k.BufferBytes, 16*MiB)
 	if k.Ordering == "" {
 		k.Ordering = OrderByPartition
 	}

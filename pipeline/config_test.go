@@ -174,7 +174,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Config()
-	if c.Consumer.CommitInterval != 100*time.Millisecond || c.Consumer.ProcessingTimeout != time.Minute || c.Consumer.BufferBytes != 64*pipeline.MiB ||
+	if c.Consumer.CommitInterval != 100*time.Millisecond || c.Consumer.ProcessingTimeout != time.Minute || c.Consumer.BufferBytes != 16*pipeline.MiB ||
 		c.Consumer.Ordering != pipeline.OrderByPartition || c.DeadLetter.Policy != pipeline.DeadLetterStop ||
 		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 0 {
 		t.Fatalf("defaults: %+v", c)

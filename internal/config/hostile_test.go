@@ -65,7 +65,7 @@ shutdown_timeout: 0s
 `, []want{{"3:3", "kafka.dial_timeout", "0 would mean the default, 10s"}, {"4:3", "kafka.metadata_max_age", "default, 5s"},
 			{"10:3", "consumer.fetch_min_bytes", "default, 1B"},
 			{"11:3", "consumer.fetch_max_bytes", "default, 50MiB"}, {"12:3", "consumer.max_partition_fetch_bytes", "default, 1MiB"},
-			{"13:3", "consumer.buffer_bytes", "default, 64MiB"}, {"14:3", "consumer.fetch_max_wait", "default, 500ms"},
+			{"13:3", "consumer.buffer_bytes", "default, 16MiB"}, {"14:3", "consumer.fetch_max_wait", "default, 500ms"},
 			{"15:3", "consumer.processing_timeout", "default, 1m0s"}, {"16:3", "consumer.heartbeat_interval", "default, 3s"},
 			{"17:3", "consumer.rebalance_timeout", "default, 30s"}, {"19:15", "dead_letter.retries", "default, 3"},
 			{"19:27", "dead_letter.backoff", "default, 100ms"}, {"20:1", "shutdown_timeout", "default, 30s"}}, ""},

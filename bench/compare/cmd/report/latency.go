@@ -28,6 +28,8 @@ func (s *suite) allLatencyVariants() []report.LatencyVariant {
 			Settings: "none"},
 		{Variant: pipebench.Variant{Name: "Benthos, low latency", Engine: pipebench.Benthos, Config: s.configPath("benthos-latency.yaml")},
 			Settings: "output `max_in_flight: 64`"},
+		{Variant: pipebench.Variant{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml"), Env: benthosTunedEnv},
+			Settings: "throughput: input batches of 250 or 2 ms, `checkpoint_limit: 100000`, `max_in_flight: 64`, GOGC=200"},
 	}
 	if s.phases["streams"] {
 		vs = append(vs, s.streamsLatencyVariants()...)

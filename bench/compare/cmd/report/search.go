@@ -50,9 +50,11 @@ type space struct {
 	// ExactlyOnce reads the output read_committed (the Kafka Streams
 	// exactly_once_v2 search).
 	ExactlyOnce bool
-	Knobs       []knob
-	Base        trial // the starting point: each engine's defaults but for the commit interval
-	Trials      []trial
+	// Variant names the search beside its engine ("at_least_once").
+	Variant string
+	Knobs   []knob
+	Base    trial // the starting point: each engine's defaults but for the commit interval
+	Trials  []trial
 }
 
 // knobByName returns sp's knob called name.
@@ -173,8 +175,8 @@ func sortedKeys(m map[string]string) []string {
 // searchName is a trial's name in the report: "Benthos search: checkpoint_limit 100000".
 func searchName(sp space, t trial) string {
 	prefix := sp.Engine.String()
-	if sp.Engine == pipebench.KafkaStreams {
-		prefix += map[bool]string{false: " at_least_once", true: " exactly_once_v2"}[sp.ExactlyOnce]
+	if sp.Variant != "" {
+		prefix += " " + sp.Variant
 	}
 	return prefix + " search: " + t.Name
 }
@@ -235,8 +237,8 @@ func (s *suite) search(ctx context.Context, env pipebench.Env, in pipebench.Inpu
 	}
 	for _, sp := range s.searchSpaces() {
 		sec := &report.Search{Engine: sp.Engine.String(), Config: sp.Config, Records: in.Records, Warmup: in.Warmup, ExactlyOnce: sp.ExactlyOnce}
-		if sp.Engine == pipebench.KafkaStreams {
-			sec.Engine += map[bool]string{false: ", at_least_once", true: ", exactly_once_v2"}[sp.ExactlyOnce]
+		if sp.Variant != "" {
+			sec.Engine += ", " + sp.Variant
 		}
 		s.rep.Search = append(s.rep.Search, sec)
 		results := map[string]*report.SearchTrial{}
@@ -322,13 +324,15 @@ func (s *suite) searchSpaces() []space {
 			out = append(out, streamsSpace(false))
 		case "streams-eos":
 			out = append(out, streamsSpace(true))
+		case "streams-combos":
+			out = append(out, streamsCombosSpace())
 		}
 	}
 	return out
 }
 
 // searchEngineNames are the values -search takes.
-var searchEngineNames = []string{"benthos", "fencepost", "streams", "streams-alos", "streams-eos"}
+var searchEngineNames = []string{"benthos", "fencepost", "streams", "streams-alos", "streams-eos", "streams-combos"}
 
 func (s *suite) searchEngines() []string {
 	var out []string

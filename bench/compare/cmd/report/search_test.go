@@ -117,7 +117,7 @@ func TestSearchVariant(t *testing.T) {
 }
 
 func TestSearchSpacesAreSound(t *testing.T) {
-	for _, sp := range []space{benthosSpace(), fencepostSpace(), streamsSpace(false), streamsSpace(true)} {
+	for _, sp := range []space{benthosSpace(), fencepostSpace(), streamsSpace(false), streamsSpace(true), streamsCombosSpace()} {
 		names := map[string]bool{sp.Base.Name: true}
 		for _, tr := range append([]trial{sp.Base}, sp.Trials...) {
 			if tr.Name != sp.Base.Name && names[tr.Name] {

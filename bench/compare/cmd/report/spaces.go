@@ -79,7 +79,7 @@ func fencepostSpace() space {
 	sp.Trials = append(sp.Trials, sweep("concurrency", "1", "4", "8", "32")...)
 	sp.Trials = append(sp.Trials, sweep("fetch_concurrency", "1", "4")...)
 	sp.Trials = append(sp.Trials, sweep("max_partition_fetch_bytes", "256KiB", "4MiB")...)
-	sp.Trials = append(sp.Trials, sweep("buffer_bytes", "16MiB", "256MiB")...)
+	sp.Trials = append(sp.Trials, sweep("buffer_bytes", "32MiB", "64MiB", "256MiB")...)
 	sp.Trials = append(sp.Trials, sweep("commit_interval", "1s")...)
 	sp.Trials = append(sp.Trials, sweep("ordering", "key")...)
 	sp.Trials = append(sp.Trials, sweep("GOGC", "200", "400")...)
@@ -93,7 +93,7 @@ func fencepostSpace() space {
 // pipebench.DefaultJVM. The exactly_once_v2 search is the shorter one:
 // the knobs that moved at_least_once, and the transaction's own.
 func streamsSpace(exactlyOnce bool) space {
-	sp := space{Engine: pipebench.KafkaStreams, Config: "streams-at-least-once.properties", ExactlyOnce: exactlyOnce,
+	sp := space{Engine: pipebench.KafkaStreams, Config: "streams-at-least-once.properties", ExactlyOnce: exactlyOnce, Variant: "at_least_once",
 		Knobs: []knob{
 			{Name: "num.stream.threads", Prop: "num.stream.threads"},
 			{Name: "commit.interval.ms", Prop: "commit.interval.ms"},
@@ -109,6 +109,7 @@ func streamsSpace(exactlyOnce bool) space {
 	}
 	if exactlyOnce {
 		sp.Config = "streams-exactly-once-v2.properties"
+		sp.Variant = "exactly_once_v2"
 		sp.Trials = append(sp.Trials, sweep("num.stream.threads", "2", "4")...)
 		sp.Trials = append(sp.Trials, sweep("commit.interval.ms", "1000")...)
 		sp.Trials = append(sp.Trials, sweep("producer.batch.size", "262144")...)
@@ -126,3 +127,35 @@ func streamsSpace(exactlyOnce bool) space {
 	sp.Trials = append(sp.Trials, sweep("gc", "Parallel", "Serial")...)
 	return sp
 }
+
+// streamsTuned are the settings of the Kafka Streams "tuned" variants,
+// the search's result (bench/README.md, "Tuning the peers"): the
+// exactly_once_v2 search's best of each, whose three parts also each
+// ranked high at at_least_once, and there the best of the combinations
+// of streamsCombosSpace.
+var streamsTuned = map[string]string{"gc": "Parallel", "num.stream.threads": "2", "producer.batch.size": "262144"}
+
+// streamsCombosSpace is a second at_least_once search: one run of each
+// sweep trial left the order of the best knobs within the noise, so
+// this one measures their combinations, from streamsTuned.
+func streamsCombosSpace() space {
+	sp := streamsSpace(false)
+	sp.Variant = "at_least_once, combinations"
+	sp.Base = trial{Name: "base: tuned (gc Parallel, 2 threads, batch.size 262144)", Set: streamsTuned}
+	with := func(name string, extra map[string]string) trial {
+		return trial{Name: name, Set: merged(streamsTuned, extra)}
+	}
+	sp.Trials = []trial{
+		{Name: "defaults", Set: map[string]string{"gc": "G1", "num.stream.threads": "1", "producer.batch.size": "16384"}},
+		with("+ linger.ms 5", map[string]string{"producer.linger.ms": "5"}),
+		with("gc Serial", map[string]string{"gc": "Serial"}),
+		with("gc Serial, batch.size 65536", map[string]string{"gc": "Serial", "producer.batch.size": "65536"}),
+		with("1 thread", map[string]string{"num.stream.threads": "1"}),
+		with("+ max.poll.records 5000", map[string]string{"consumer.max.poll.records": "5000"}),
+	}
+	return sp
+}
+
+// benthosTunedEnv is the environment of "Benthos, tuned" beyond its
+// configuration file (configs/benthos-tuned.yaml says why).
+var benthosTunedEnv = []string{"GOGC=200"}

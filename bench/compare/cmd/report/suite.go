@@ -291,7 +291,7 @@ func (s *suite) allPipelineVariants() []pipebench.Variant {
 			{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
 			{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
 			{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
-			{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml")},
+			{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml"), Env: benthosTunedEnv},
 		}
 	}
 	if s.phases["streams"] {
