@@ -149,3 +149,24 @@ func TestWithConsumerKeysNeedsTheSection(t *testing.T) {
 		t.Errorf("no consumer section: %v", err)
 	}
 }
+
+func TestStreamsTunedVariants(t *testing.T) {
+	s := &suite{lay: layout{compare: t.TempDir()}, work: t.TempDir()}
+	vs := s.streamsVariants()
+	if len(vs) != 4 {
+		t.Fatalf("%d Kafka Streams variants, want 4", len(vs))
+	}
+	for i, want := range []struct {
+		name string
+		eos  bool
+	}{{"Kafka Streams, tuned, at_least_once", false}, {"Kafka Streams, tuned, exactly_once_v2", true}} {
+		v := vs[2+i]
+		if v.Name != want.name || v.ExactlyOnce != want.eos {
+			t.Errorf("variant %d: %q exactly-once %v, want %q %v", 2+i, v.Name, v.ExactlyOnce, want.name, want.eos)
+		}
+		gc := map[bool]string{false: "-XX:+UseSerialGC", true: "-XX:+UseParallelGC"}[want.eos]
+		if !slices.Contains(v.Args, "num.stream.threads=2") || !slices.Contains(v.JVM, gc) {
+			t.Errorf("%s: args %v, JVM %v; want the tuned settings", v.Name, v.Args, v.JVM)
+		}
+	}
+}

@@ -131,9 +131,12 @@ func streamsSpace(exactlyOnce bool) space {
 // streamsTuned are the settings of the Kafka Streams "tuned" variants,
 // the search's result (bench/README.md, "Tuning the peers"): the
 // exactly_once_v2 search's best of each, whose three parts also each
-// ranked high at at_least_once, and there the best of the combinations
-// of streamsCombosSpace.
-var streamsTuned = map[string]string{"gc": "Parallel", "num.stream.threads": "2", "producer.batch.size": "262144"}
+// ranked high at at_least_once; streamsTunedALOS, at at_least_once, the
+// best of streamsCombosSpace's combinations around it.
+var (
+	streamsTuned     = map[string]string{"gc": "Parallel", "num.stream.threads": "2", "producer.batch.size": "262144"}
+	streamsTunedALOS = map[string]string{"gc": "Serial", "num.stream.threads": "2", "producer.batch.size": "65536"}
+)
 
 // streamsCombosSpace is a second at_least_once search: one run of each
 // sweep trial left the order of the best knobs within the noise, so

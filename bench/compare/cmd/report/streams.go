@@ -23,11 +23,25 @@ import (
 // commit.interval.ms (configs/streams-*.properties say why) and with
 // pipebench.DefaultJVM. The exactly_once_v2 one is read read_committed.
 func (s *suite) streamsVariants() []pipebench.Variant {
-	return []pipebench.Variant{
+	vs := []pipebench.Variant{
 		{Name: "Kafka Streams, at_least_once", Engine: pipebench.KafkaStreams, Config: s.configPath("streams-at-least-once.properties")},
 		{Name: "Kafka Streams, exactly_once_v2", Engine: pipebench.KafkaStreams, Config: s.configPath("streams-exactly-once-v2.properties"),
 			ExactlyOnce: true},
 	}
+	for _, eos := range []bool{false, true} {
+		sp := streamsSpace(eos)
+		set := streamsTuned
+		if !eos {
+			set = streamsTunedALOS
+		}
+		v, err := sp.variant(trial{Name: "tuned", Set: set}, filepath.Join(s.lay.compare, "configs"), s.work)
+		if err != nil {
+			panic(err) // streamsTuned sets only knobs of the space: TestStreamsTunedVariants
+		}
+		v.Name = "Kafka Streams, tuned, " + sp.Variant
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 // streamsLatencyVariants are the Kafka Streams variants of the latency
@@ -37,6 +51,9 @@ func (s *suite) streamsLatencyVariants() []report.LatencyVariant {
 	return []report.LatencyVariant{
 		{Variant: vs[0], Settings: "`commit.interval.ms=100`"},
 		{Variant: vs[1], Settings: "`processing.guarantee=exactly_once_v2`, `commit.interval.ms=100` (read read_committed)"},
+		{Variant: vs[2], Settings: "`num.stream.threads=2`, `producer.batch.size=65536`, `-XX:+UseSerialGC`, `commit.interval.ms=100`"},
+		{Variant: vs[3], Settings: "`processing.guarantee=exactly_once_v2`, `num.stream.threads=2`, `producer.batch.size=262144`, " +
+			"`-XX:+UseParallelGC`, `commit.interval.ms=100` (read read_committed)"},
 	}
 }
 

@@ -62,7 +62,8 @@ func TestStreamsPhaseOnlyWhenNamed(t *testing.T) {
 			streams = append(streams, v.Name)
 		}
 	}
-	if !slices.Equal(streams, []string{"Kafka Streams, at_least_once", "Kafka Streams, exactly_once_v2"}) {
+	if !slices.Equal(streams, []string{"Kafka Streams, at_least_once", "Kafka Streams, exactly_once_v2",
+		"Kafka Streams, tuned, at_least_once", "Kafka Streams, tuned, exactly_once_v2"}) {
 		t.Errorf("latency phase with streams has Kafka Streams variants %v, want both guarantees", streams)
 	}
 }
@@ -79,13 +80,13 @@ func TestStreamsVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &suite{lay: lay}
+	s := &suite{lay: lay, work: t.TempDir()}
 	vs := s.streamsVariants()
-	if len(vs) != 2 {
-		t.Fatalf("%d Kafka Streams variants, want 2", len(vs))
+	if len(vs) != 4 {
+		t.Fatalf("%d Kafka Streams variants, want 4", len(vs))
 	}
 	for _, v := range vs {
-		guarantee := strings.TrimPrefix(v.Name, "Kafka Streams, ")
+		guarantee := strings.TrimPrefix(strings.TrimPrefix(v.Name, "Kafka Streams, "), "tuned, ")
 		data, err := os.ReadFile(v.Config)
 		if err != nil {
 			t.Fatalf("%s: %v", v.Name, err)
