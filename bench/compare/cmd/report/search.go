@@ -163,7 +163,7 @@ func withConsumerKeys(from, to string, lines []string) (string, error) {
 	return to, os.WriteFile(to, []byte(out), 0o644)
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -207,7 +207,7 @@ func bestOfEach(sp space, score func(trial) (float64, bool)) (trial, bool) {
 	}
 	set := map[string]string{}
 	var parts []string
-	for _, k := range sortedKeysT(best) {
+	for _, k := range sortedKeys(best) {
 		for name, v := range best[k].Set {
 			set[name] = v
 		}
@@ -218,15 +218,6 @@ func bestOfEach(sp space, score func(trial) (float64, bool)) (trial, bool) {
 	}
 	return trial{Name: "best of each (" + strings.Join(parts, ", ") + ")", Set: set,
 		Notes: "every knob at the value that beat the base by the most in its sweep"}, true
-}
-
-func sortedKeysT(m map[string]trial) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // search runs the search of every engine -search names on in.
