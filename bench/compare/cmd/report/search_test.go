@@ -170,3 +170,28 @@ func TestStreamsTunedVariants(t *testing.T) {
 		}
 	}
 }
+
+// Every exactly-once variant names an at-least-once baseline of its own
+// engine that the same phase has.
+func TestExactlyOnceBaselinesExist(t *testing.T) {
+	s := &suite{lay: layout{compare: t.TempDir()}, work: t.TempDir(), phases: map[string]bool{"pipeline": true, "latency": true, "streams": true}}
+	var pv []pipebench.Variant
+	for _, v := range s.allLatencyVariants() {
+		pv = append(pv, v.Variant)
+	}
+	for _, vs := range [][]pipebench.Variant{s.allPipelineVariants(), pv} {
+		byName := map[string]pipebench.Variant{}
+		for _, v := range vs {
+			byName[v.Name] = v
+		}
+		for _, v := range vs {
+			if !v.ExactlyOnce {
+				continue
+			}
+			base, ok := byName[v.Baseline]
+			if !ok || base.ExactlyOnce || base.Engine != v.Engine {
+				t.Errorf("%s: baseline %q is not an at-least-once variant of the same engine in its phase", v.Name, v.Baseline)
+			}
+		}
+	}
+}

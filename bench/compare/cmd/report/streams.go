@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/pipebench"
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/report"
@@ -26,7 +27,7 @@ func (s *suite) streamsVariants() []pipebench.Variant {
 	vs := []pipebench.Variant{
 		{Name: "Kafka Streams, at_least_once", Engine: pipebench.KafkaStreams, Config: s.configPath("streams-at-least-once.properties")},
 		{Name: "Kafka Streams, exactly_once_v2", Engine: pipebench.KafkaStreams, Config: s.configPath("streams-exactly-once-v2.properties"),
-			ExactlyOnce: true},
+			ExactlyOnce: true, Baseline: "Kafka Streams, at_least_once"},
 	}
 	for _, eos := range []bool{false, true} {
 		sp := streamsSpace(eos)
@@ -39,6 +40,9 @@ func (s *suite) streamsVariants() []pipebench.Variant {
 			panic(err) // streamsTuned sets only knobs of the space: TestStreamsTunedVariants
 		}
 		v.Name = "Kafka Streams, tuned, " + sp.Variant
+		if eos {
+			v.Baseline = "Kafka Streams, tuned, at_least_once"
+		}
 		vs = append(vs, v)
 	}
 	return vs
@@ -51,10 +55,20 @@ func (s *suite) streamsLatencyVariants() []report.LatencyVariant {
 	return []report.LatencyVariant{
 		{Variant: vs[0], Settings: "`commit.interval.ms=100`"},
 		{Variant: vs[1], Settings: "`processing.guarantee=exactly_once_v2`, `commit.interval.ms=100` (read read_committed)"},
-		{Variant: vs[2], Settings: "`num.stream.threads=2`, `producer.batch.size=65536`, `-XX:+UseSerialGC`, `commit.interval.ms=100`"},
-		{Variant: vs[3], Settings: "`processing.guarantee=exactly_once_v2`, `num.stream.threads=2`, `producer.batch.size=262144`, " +
-			"`-XX:+UseParallelGC`, `commit.interval.ms=100` (read read_committed)"},
+		{Variant: vs[2], Settings: tunedSettings(vs[2])},
+		{Variant: vs[3], Settings: "`processing.guarantee=exactly_once_v2`, " + tunedSettings(vs[3]) + " (read read_committed)"},
 	}
+}
+
+// tunedSettings is what a tuned Kafka Streams variant sets beyond its
+// properties file (`commit.interval.ms=100`): its properties and JVM
+// options, for the latency table.
+func tunedSettings(v pipebench.Variant) string {
+	var parts []string
+	for _, a := range append(append([]string(nil), v.Args...), v.JVM...) {
+		parts = append(parts, "`"+a+"`")
+	}
+	return strings.Join(append(parts, "`commit.interval.ms=100`"), ", ")
 }
 
 // minJava is the oldest Java that Kafka Streams 4.x runs on, and that

@@ -289,7 +289,8 @@ func (s *suite) allPipelineVariants() []pipebench.Variant {
 		vs = []pipebench.Variant{
 			{Name: "fencepost, defaults", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-defaults.yaml")},
 			{Name: "fencepost, tuned", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-tuned.yaml")},
-			{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true},
+			{Name: "fencepost, exactly-once", Engine: pipebench.Fencepost, Config: s.configPath("fencepost-exactly-once.yaml"), ExactlyOnce: true,
+				Baseline: "fencepost, defaults"},
 			{Name: "Benthos, defaults", Engine: pipebench.Benthos, Config: s.configPath("benthos-defaults.yaml")},
 			{Name: "Benthos, tuned", Engine: pipebench.Benthos, Config: s.configPath("benthos-tuned.yaml"), Env: benthosTunedEnv},
 		}

@@ -52,6 +52,10 @@ type Variant struct {
 	// committed records, the latency consumer sees a record when its
 	// transaction commits).
 	ExactlyOnce bool
+	// Baseline, for an exactly-once variant, names the at-least-once
+	// variant the report compares it with: the same engine and settings
+	// but the guarantee. Empty: no comparison.
+	Baseline string
 	// Env are extra environment variables (NAME=value) of the child, after
 	// the BENCH_* ones: the knobs of a search (the search configurations
 	// read them, see bench/compare/configs/*-search.*), GOGC, ...

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fencepost-dev/fencepost/bench/compare/internal/pipebench"
 )
 
 // Write writes the report as dir/<date>.md with its charts beside it
@@ -317,10 +319,6 @@ func (w *writer) latency(l *Latency, i int) error {
 	})
 }
 
-// The at-least-once variant an exactly-once one is set against: the
-// same configuration without the guarantee.
-const atLeastOnceBaseline = "fencepost, defaults"
-
 // hasExactlyOnce reports whether an exactly-once variant of vs ran.
 func hasExactlyOnce(vs []PipelineVariant) bool {
 	for _, v := range vs {
@@ -331,41 +329,31 @@ func hasExactlyOnce(vs []PipelineVariant) bool {
 	return false
 }
 
-// eosPair is an exactly-once variant's figures and those of
-// atLeastOnceBaseline, from one phase.
+// eosPair is an exactly-once variant's figures and those of its
+// Baseline, from one phase.
 type eosPair[M any] struct {
-	name      string // the exactly-once variant
-	eos, base M
-}
-
-// baselineOf names the at-least-once variant an exactly-once variant is
-// compared with: the same engine and settings at its at-least-once
-// guarantee ("Kafka Streams, tuned, exactly_once_v2" with "Kafka
-// Streams, tuned, at_least_once"), else atLeastOnceBaseline.
-func baselineOf(name string) string {
-	if strings.Contains(name, "exactly_once_v2") {
-		return strings.Replace(name, "exactly_once_v2", "at_least_once", 1)
-	}
-	return atLeastOnceBaseline
+	name, baseName string // the exactly-once variant and its baseline
+	eos, base      M
 }
 
 // pairs are the exactly-once variants of vs that ran, each with its
-// baseline (baselineOf), if that ran too; name, eos and ran read a
-// variant, medians its figures.
-func pairs[V, M any](vs []V, name func(V) string, eos, ran func(V) bool, medians func(V) M) []eosPair[M] {
+// Baseline, if that ran too; variant reads a V's pipebench.Variant, ran
+// whether it has runs, medians its figures.
+func pairs[V, M any](vs []V, variant func(V) pipebench.Variant, ran func(V) bool, medians func(V) M) []eosPair[M] {
 	byName := map[string]V{}
 	for _, v := range vs {
 		if ran(v) {
-			byName[name(v)] = v
+			byName[variant(v).Name] = v
 		}
 	}
 	var out []eosPair[M]
 	for _, v := range vs {
-		if !eos(v) || !ran(v) {
+		pv := variant(v)
+		if !pv.ExactlyOnce || !ran(v) {
 			continue
 		}
-		if base, ok := byName[baselineOf(name(v))]; ok {
-			out = append(out, eosPair[M]{name(v), medians(v), medians(base)})
+		if base, ok := byName[pv.Baseline]; ok {
+			out = append(out, eosPair[M]{pv.Name, pv.Baseline, medians(v), medians(base)})
 		}
 	}
 	return out
@@ -377,13 +365,13 @@ func pipelinePairs(p *Pipeline) []eosPair[Medians] {
 	if p == nil {
 		return nil
 	}
-	return pairs(p.Variants, func(v PipelineVariant) string { return v.Name }, func(v PipelineVariant) bool { return v.ExactlyOnce },
+	return pairs(p.Variants, func(v PipelineVariant) pipebench.Variant { return v.Variant },
 		func(v PipelineVariant) bool { return len(v.Runs) > 0 }, PipelineVariant.Medians)
 }
 
 // latencyPairs is pipelinePairs for one latency rate.
 func latencyPairs(l *Latency) []eosPair[LatencyMedians] {
-	return pairs(l.Variants, func(v LatencyVariant) string { return v.Name }, func(v LatencyVariant) bool { return v.ExactlyOnce },
+	return pairs(l.Variants, func(v LatencyVariant) pipebench.Variant { return v.Variant },
 		func(v LatencyVariant) bool { return len(v.Runs) > 0 }, LatencyVariant.Medians)
 }
 
@@ -417,14 +405,14 @@ func (w *writer) exactlyOnce(r *Report) {
 		return
 	}
 	w.p("## Exactly-once cost")
-	w.p("Each exactly-once variant against the same engine at least once (`%s` for fencepost's; the same Kafka Streams settings at "+
-		"`at_least_once` for Kafka Streams'), from the tables above (medians; steady windows with a warm-up). Exactly-once output is read "+
-		"`read_committed` throughout, so the latency includes the wait for each transaction's commit.", atLeastOnceBaseline)
+	w.p("Each exactly-once variant against its engine's at-least-once variant with the same settings otherwise, from the tables " +
+		"above (medians; steady windows with a warm-up). Exactly-once output is read `read_committed` throughout, so the latency " +
+		"includes the wait for each transaction's commit.")
 	if len(pp) > 0 {
 		var rows [][]string
 		for _, p := range pp {
 			rows = append(rows,
-				[]string{baselineOf(p.name), rate(p.base.SteadyRecordsPerSec), rate(p.base.SteadyRecordsPerCPUSec), mib(p.base.MaxRSS), "1", "1"},
+				[]string{p.baseName, rate(p.base.SteadyRecordsPerSec), rate(p.base.SteadyRecordsPerCPUSec), mib(p.base.MaxRSS), "1", "1"},
 				[]string{p.name, rate(p.eos.SteadyRecordsPerSec), rate(p.eos.SteadyRecordsPerCPUSec), mib(p.eos.MaxRSS),
 					ratio(p.eos.SteadyRecordsPerSec / p.base.SteadyRecordsPerSec), ratio(p.eos.SteadyRecordsPerCPUSec / p.base.SteadyRecordsPerCPUSec)})
 		}
@@ -434,7 +422,7 @@ func (w *writer) exactlyOnce(r *Report) {
 		var rows [][]string
 		for _, p := range l.ps {
 			rows = append(rows,
-				[]string{baselineOf(p.name), latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99), latencyCell(p.base, p.base.Max), fmt.Sprintf("%.2f", p.base.Cores)},
+				[]string{p.baseName, latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99), latencyCell(p.base, p.base.Max), fmt.Sprintf("%.2f", p.base.Cores)},
 				[]string{p.name, latencyCell(p.eos, p.eos.P50), latencyCell(p.eos, p.eos.P99), latencyCell(p.eos, p.eos.Max), fmt.Sprintf("%.2f", p.eos.Cores)})
 		}
 		w.p("End-to-end latency at %d events/s:", l.rate)
@@ -577,13 +565,13 @@ func (w *writer) summary(r *Report) {
 	}
 	for _, p := range pipelinePairs(r.Pipeline) {
 		lines = append(lines, fmt.Sprintf("Exactly-once cost, real pipeline, %s against %s: %s records/s, %s records per CPU-second.",
-			p.name, baselineOf(p.name), ratio(p.eos.SteadyRecordsPerSec/p.base.SteadyRecordsPerSec), ratio(p.eos.SteadyRecordsPerCPUSec/p.base.SteadyRecordsPerCPUSec)))
+			p.name, p.baseName, ratio(p.eos.SteadyRecordsPerSec/p.base.SteadyRecordsPerSec), ratio(p.eos.SteadyRecordsPerCPUSec/p.base.SteadyRecordsPerCPUSec)))
 	}
 	for _, l := range r.Latency {
 		for _, p := range latencyPairs(l) {
 			lines = append(lines, fmt.Sprintf("Exactly-once cost, end-to-end latency at %d events/s (read_committed): %s p50 %s, p99 %s; %s p50 %s, p99 %s.",
 				l.Rate, p.name, latencyCell(p.eos, p.eos.P50), latencyCell(p.eos, p.eos.P99),
-				baselineOf(p.name), latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99)))
+				p.baseName, latencyCell(p.base, p.base.P50), latencyCell(p.base, p.base.P99)))
 		}
 	}
 	for _, l := range r.Latency {

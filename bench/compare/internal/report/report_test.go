@@ -134,7 +134,7 @@ func TestWriteExactlyOnceCost(t *testing.T) {
 		return LatencyRun{Result: latency.Result{Expected: 10, Samples: samples, P50: p50, P99: p99, Max: mx, Rate: 5000, Took: time.Second}, CPU: 200 * ms}
 	}
 	defaults := pipebench.Variant{Name: "fencepost, defaults", Config: "configs/fencepost-defaults.yaml"}
-	eos := pipebench.Variant{Name: "fencepost, exactly-once", Config: "configs/fencepost-exactly-once.yaml", ExactlyOnce: true}
+	eos := pipebench.Variant{Name: "fencepost, exactly-once", Config: "configs/fencepost-exactly-once.yaml", ExactlyOnce: true, Baseline: "fencepost, defaults"}
 	tests := []struct {
 		name    string
 		r       *Report
