@@ -72,14 +72,7 @@ func TestStreamsPhaseOnlyWhenNamed(t *testing.T) {
 // guarantee its name says, and the exactly_once_v2 one is read
 // read_committed.
 func TestStreamsVariants(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lay, err := findLayout(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lay := testLayout(t)
 	s := &suite{lay: lay, work: t.TempDir()}
 	vs := s.streamsVariants()
 	if len(vs) != 4 {
@@ -107,14 +100,7 @@ func TestStreamsVariants(t *testing.T) {
 // The app is built against the Kafka version the repository's launcher
 // runs, and the report names that version.
 func TestStreamsKafkaVersionMatchesLauncher(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lay, err := findLayout(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lay := testLayout(t)
 	for _, f := range []struct{ path, re string }{
 		{filepath.Join(lay.compare, "streams", "pom.xml"), `<kafka\.version>([^<]+)</kafka\.version>`},
 		{filepath.Join(lay.root, "internal", "realkafka", "classpath.go"), `const DefaultVersion = "([^"]+)"`},
@@ -166,4 +152,18 @@ func TestStreamsToolsMissing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testLayout is the repository's layout, found from the test's directory.
+func testLayout(t *testing.T) layout {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := findLayout(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lay
 }
