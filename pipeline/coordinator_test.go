@@ -347,13 +347,7 @@ func TestSecondRevokeOfAGenerationDrainsAndCommits(t *testing.T) {
 	for _, transactional := range []bool{false, true} {
 		t.Run(fmt.Sprintf("transactional=%v", transactional), func(t *testing.T) {
 			h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: transactional})
-			h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
-			store := newMemoryStore(3)
-			h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
-				assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
-			for _, broker := range []int32{1, 2} {
-				h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
-			}
+			store := h.assignTwoFetched(tp1, 10)
 			answer := func(what string) {
 				t.Helper()
 				if len(h.commits) != 1 {
@@ -477,13 +471,7 @@ func TestTransactionalFailureBeforeSeekAborts(t *testing.T) {
 func TestTransactionalHeldBatchesGoOutInOrder(t *testing.T) {
 	tp1 := offsetstore.TopicPartition{Topic: "events", Partition: 1}
 	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true})
-	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
-	store := newMemoryStore(3)
-	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
-		assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
-	for _, broker := range []int32{1, 2} {
-		h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 5, 0, 100) })
-	}
+	h.assignTwoFetched(tp1, 5)
 	h.completeAll()
 	// revoke tp1: its final commit (the transaction's) goes out and
 	// holds processing until it is answered
@@ -514,4 +502,19 @@ func TestTransactionalHeldBatchesGoOutInOrder(t *testing.T) {
 	if want := []offsets.Span{{Start: 5, End: 8}, {Start: 8, End: 10}}; !slices.Equal(spans, want) {
 		t.Fatalf("handed out %v, want %v", spans, want)
 	}
+}
+
+// assignTwoFetched assigns tp0 (led by broker 1) and tp1 (broker 2) in
+// generation 3 from committed offset 0, and answers each broker's first
+// fetch with n records; it returns the generation's store.
+func (h *coordHarness) assignTwoFetched(tp1 offsetstore.TopicPartition, n int64) *memoryStore {
+	h.t.Helper()
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1, tp1: 2})
+	store := newMemoryStore(3)
+	h.assign(3, store, assignedPartition{tp: tp0, start: offsetstore.Committed(0)},
+		assignedPartition{tp: tp1, start: offsetstore.Committed(0)})
+	for _, broker := range []int32{1, 2} {
+		h.answerFetch(h.takeFetch(broker), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, n, 0, 100) })
+	}
+	return store
 }
