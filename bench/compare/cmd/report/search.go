@@ -172,14 +172,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// searchName is a trial's name in the report: "Benthos search: checkpoint_limit 100000".
-func searchName(sp space, t trial) string {
-	prefix := sp.Engine.String()
-	if sp.Variant != "" {
-		prefix += " " + sp.Variant
+// title names the search: "Kafka Streams, at_least_once", "Benthos".
+func (sp space) title() string {
+	if sp.Variant == "" {
+		return sp.Engine.String()
 	}
-	return prefix + " search: " + t.Name
+	return sp.Engine.String() + ", " + sp.Variant
 }
+
+// searchName is a trial's name in the report: "Benthos search: checkpoint_limit 100000".
+func searchName(sp space, t trial) string { return sp.title() + " search: " + t.Name }
 
 // bestOfEach is the combination trial: for every knob, the value of the
 // sweep trial that beat the base by the most (by score), if one did.
@@ -227,10 +229,7 @@ func (s *suite) search(ctx context.Context, env pipebench.Env, in pipebench.Inpu
 		return err
 	}
 	for _, sp := range s.searchSpaces() {
-		sec := &report.Search{Engine: sp.Engine.String(), Config: sp.Config, Records: in.Records, Warmup: in.Warmup, ExactlyOnce: sp.ExactlyOnce}
-		if sp.Variant != "" {
-			sec.Engine += ", " + sp.Variant
-		}
+		sec := &report.Search{Engine: sp.title(), Config: sp.Config, Records: in.Records, Warmup: in.Warmup, ExactlyOnce: sp.ExactlyOnce}
 		s.rep.Search = append(s.rep.Search, sec)
 		results := map[string]*report.SearchTrial{}
 		runTrials := func(ts []trial) error {
