@@ -49,6 +49,11 @@ type Config struct {
 type HTTP struct {
 	// Address is host:port to listen on; empty means disabled.
 	Address string
+	// Debug also serves Go's profiles (net/http/pprof) under
+	// /debug/pprof/ on Address. Off by default: a profile shows the
+	// process's memory, which may hold record data, so turn it on only
+	// where the address is not reachable by others.
+	Debug bool
 }
 
 // Log configures logging.
@@ -81,6 +86,7 @@ type kafkaSection struct {
 
 type httpSection struct {
 	Address *string `yaml:"address"`
+	Debug   bool    `yaml:"debug"`
 }
 
 // Loader loads configuration files. The zero value resolves stages in
@@ -208,10 +214,14 @@ func (p *problems) scrub(r *logging.Redactor) {
 
 func (d *decoder) http(h httpSection) HTTP {
 	if h.Address == nil {
-		return HTTP{Address: DefaultHTTPAddress}
+		return HTTP{Address: DefaultHTTPAddress, Debug: h.Debug}
 	}
 	a := strings.TrimSpace(*h.Address)
 	if a == "" || strings.EqualFold(a, "off") {
+		if h.Debug {
+			d.probs.addValue(d.keys["http.debug"], "http.debug", "true", "the profiles are served on http.address, which is off",
+				"set http.address (e.g. 127.0.0.1:9464), or remove http.debug")
+		}
 		return HTTP{}
 	}
 	_, port, err := net.SplitHostPort(a)
@@ -224,7 +234,7 @@ func (d *decoder) http(h httpSection) HTTP {
 		d.probs.addValue(d.keys["http.address"], "http.address", a, fmt.Sprintf("%q: the port must be a number from 0 to 65535", a),
 			"write e.g. 127.0.0.1:9464 (0 picks a free port), or off to disable")
 	}
-	return HTTP{Address: a}
+	return HTTP{Address: a, Debug: h.Debug}
 }
 
 func (d *decoder) checkLog(l *Log) {

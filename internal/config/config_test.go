@@ -141,6 +141,8 @@ func TestErrorClasses(t *testing.T) {
 			[]want{{"4:10", "consumer.group", "want a string, found a mapping"}}, ""},
 		{"http address", base + "http: {address: nope}\n",
 			[]want{{"8:8", "http.address", `"nope" is not host:port`}}, "off"},
+		{"http debug without an address", base + "http: {address: off, debug: true}\n",
+			[]want{{"8:22", "http.debug", "served on http.address, which is off"}}, "set http.address"},
 		{"log level", base + "log:\n  level: loud\n  format: xml\n",
 			[]want{{"9:3", "log.level", `"loud" is not one of debug, info, warn, error`}, {"10:3", "log.format", "console, json"}}, ""},
 		{"embedded with brokers", strings.Replace(base, "  brokers: [localhost:9092]", "  brokers: [localhost:9092]\n  embedded: {partitions: 0, demo_producer: {rate: -1}}", 1),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
-// httpServer serves /metrics, /healthz and /readyz.
+// httpServer serves /metrics, /healthz and /readyz, and with http.debug
+// Go's profiles under /debug/pprof/.
 type httpServer struct {
 	srv  *http.Server
 	ln   net.Listener
@@ -24,7 +26,7 @@ type httpServer struct {
 
 // startHTTP listens on addr (so a taken port fails the start, not later)
 // and serves in the background until shutdown.
-func startHTTP(addr string, p *pipeline.Pipeline, m *metrics) (*httpServer, error) {
+func startHTTP(addr string, debug bool, p *pipeline.Pipeline, m *metrics) (*httpServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -33,6 +35,13 @@ func startHTTP(addr string, p *pipeline.Pipeline, m *metrics) (*httpServer, erro
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { health(w, r, p) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { ready(w, r, p) })
+	if debug {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index) // also serves heap, allocs, goroutine, ...
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	h := &httpServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	h.done.Go(func() {
 		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

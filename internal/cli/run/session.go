@@ -149,7 +149,7 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 		newStatsCollector(p, lag, buildinfo.Read(r.cli.Version, r.cli.Commit).Version()))
 	var httpAddr string
 	if cfg.HTTP.Address != "" {
-		h, err := startHTTP(cfg.HTTP.Address, p, m)
+		h, err := startHTTP(cfg.HTTP.Address, cfg.HTTP.Debug, p, m)
 		if err != nil {
 			return result{}, fmt.Errorf("http.address %s: %w (choose another address, or off)", cfg.HTTP.Address, err)
 		}
