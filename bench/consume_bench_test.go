@@ -49,6 +49,25 @@ var (
 // Every benchmark of the run with that partition count reads the same
 // data.
 func cluster(b *testing.B, partitions int) ([]string, string) {
+	clusterAddrs(b)
+	loadedMu.Lock()
+	defer loadedMu.Unlock()
+	if topic, ok := loaded[partitions]; ok {
+		return clusterAddr, topic
+	}
+	// A name unique to this run: an external cluster may hold topics of
+	// earlier runs.
+	topic := fmt.Sprintf("bench-p%d-v%d-n%d-%d", partitions, *flagValueSize, *flagRecords, time.Now().UnixNano())
+	if err := load(clusterAddr, topic, partitions); err != nil {
+		b.Fatal(err)
+	}
+	loaded[partitions] = topic
+	return clusterAddr, topic
+}
+
+// clusterAddrs returns the bootstrap addresses of the benchmark cluster:
+// the one -brokers names, or an in-process one started once per run.
+func clusterAddrs(b *testing.B) []string {
 	clusterOnce.Do(func() {
 		if *flagBrokers != "" {
 			clusterAddr = strings.Split(*flagBrokers, ",")
@@ -63,19 +82,7 @@ func cluster(b *testing.B, partitions int) ([]string, string) {
 	if clusterErr != nil {
 		b.Fatal(clusterErr)
 	}
-	loadedMu.Lock()
-	defer loadedMu.Unlock()
-	if topic, ok := loaded[partitions]; ok {
-		return clusterAddr, topic
-	}
-	// A name unique to this run: an external cluster may hold topics of
-	// earlier runs.
-	topic := fmt.Sprintf("bench-p%d-v%d-n%d-%d", partitions, *flagValueSize, *flagRecords, time.Now().UnixNano())
-	if err := load(clusterAddr, topic, partitions); err != nil {
-		b.Fatal(err)
-	}
-	loaded[partitions] = topic
-	return clusterAddr, topic
+	return clusterAddr
 }
 
 func load(addrs []string, topic string, partitions int) error {
@@ -178,6 +185,8 @@ func measure(b *testing.B, read func(ctx context.Context, seen func(n int))) con
 	go func() { read(ctx, seen); close(finished) }()
 	select {
 	case <-done:
+	case <-finished:
+		b.Fatalf("the reader stopped after %d of %d records", count.Load(), want)
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("read only %d of %d records in 5 minutes", count.Load(), want)
 	}
@@ -188,7 +197,11 @@ func measure(b *testing.B, read func(ctx context.Context, seen func(n int))) con
 		records: count.Load(), firstAfter: f.Sub(start)}
 }
 
-func group(name string) string { return fmt.Sprintf("%s-%d", name, groupSeq.Add(1)) }
+// runID tells this run's groups and topics from those of earlier runs
+// on the same cluster.
+var runID = time.Now().UnixNano()
+
+func group(name string) string { return fmt.Sprintf("%s-%d-%d", name, runID, groupSeq.Add(1)) }
 
 // BenchmarkConsume reads the same records with this pipeline (a no-op
 // stage, commits on), kafka-go's Reader with a GroupID (commits every

@@ -2,11 +2,11 @@ package builtin_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/shopevents"
 	"github.com/fencepost-dev/fencepost/stages"
 	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
@@ -87,42 +87,12 @@ func BenchmarkShopChain(b *testing.B) {
 		stages.Options{"key": `json.user`, "value": `toJSON({"order": json.id, "user": json.user, "amount": json.amount})`})
 }
 
-// benchEvent has the shape of bench/compare's shop events
-// (bench/compare/internal/events): the record values its loader writes.
-type benchEvent struct {
-	ID       int64   `json:"id"`
-	TS       int64   `json:"ts"`
-	Type     string  `json:"type"`
-	User     string  `json:"user"`
-	Session  string  `json:"session"`
-	Product  string  `json:"product"`
-	Category string  `json:"category"`
-	Price    float64 `json:"price"`
-	Qty      int     `json:"qty"`
-	Currency string  `json:"currency"`
-	Country  string  `json:"country"`
-	Device   string  `json:"device"`
-}
-
 // compareBatch is 1000 events shaped like bench/compare's, one in four a
 // purchase, keyed by user.
 func compareBatch() []stages.Record {
-	types := []string{"view", "cart", "purchase", "search"}
 	in := make([]stages.Record, 1000)
 	for i := range in {
-		h := uint64(i) * 0x9e3779b97f4a7c15
-		e := benchEvent{
-			ID: int64(i), TS: 1764558000000000 + int64(i)*37, Type: types[i%4],
-			User: fmt.Sprintf("u%d", h%2000), Session: fmt.Sprintf("s-%08x", uint32(h>>7)),
-			Product: fmt.Sprintf("sku-%d", h>>20%50000), Category: []string{"books", "music", "games"}[i%3],
-			Price: float64(99+(h>>36)%20000) / 100, Qty: 1 + int((h>>52)%5),
-			Currency: []string{"EUR", "USD", "GBP", "SEK"}[i%4], Country: "DE", Device: "mobile",
-		}
-		v, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		in[i] = rec(int64(i), e.User, string(v))
+		in[i] = rec(int64(i), shopevents.Make(int64(i)).User, string(shopevents.Value(int64(i))))
 	}
 	return in
 }

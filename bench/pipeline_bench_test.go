@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/shopevents"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
+	_ "github.com/fencepost-dev/fencepost/stages/builtin"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
+)
+
+// BenchmarkShopPipeline runs the real pipeline of bench/compare
+// (configs/fencepost-defaults.yaml: json, filter one event type in four,
+// map to a reshaped value keyed by user, produce) in this process, over
+// -records shop events in 4 partitions, at each guarantee: the whole
+// record path, fetch to commit, for profiling it with go test's
+// -cpuprofile and -memprofile. records/cpu-s and allocs/record count the
+// in-process broker's work too unless -brokers names a cluster; the
+// comparison with peers is bench/compare's.
+//
+//	go test ./bench -run '^$' -bench ShopPipeline -benchtime 1x -cpuprofile cpu.out -memprofile mem.out
+func BenchmarkShopPipeline(b *testing.B) {
+	addrs, topic := shopTopic(b, 4)
+	for _, g := range []pipeline.Guarantee{pipeline.AtLeastOnce, pipeline.ExactlyOnce} {
+		b.Run(string(g), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				measure(b, func(ctx context.Context, seen func(int)) {
+					runShopPipeline(ctx, b, addrs, topic, g, seen)
+				}).report(b)
+			}
+		})
+	}
+}
+
+func runShopPipeline(ctx context.Context, b *testing.B, addrs []string, topic string, g pipeline.Guarantee, seen func(int)) {
+	output := group("purchases")
+	cfg := pipeline.Config{
+		Kafka:     pipeline.KafkaConfig{Brokers: addrs},
+		Consumer:  pipeline.ConsumerConfig{Group: group("shop"), Topics: []string{topic}},
+		Guarantee: g,
+	}
+	if err := createTopic(addrs, output, 4); err != nil {
+		b.Error(err)
+		return
+	}
+	out, err := pipeline.NewOutputs(cfg)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer out.Close()
+	env := stagetest.Env(nil, nil)
+	env.Producer = out.Producer
+	opts := []pipeline.Option{pipeline.WithOutputs(out)}
+	for _, s := range []struct {
+		name string
+		opts stages.Options
+	}{
+		{"json", nil},
+		{"filter", stages.Options{"if": `json.type == "purchase"`}},
+		{"map", stages.Options{"key": `json.user`,
+			"value": `toJSON({"order": json.id, "user": json.user, "product": json.product, "amount": json.price * json.qty, "currency": json.currency, "ts": json.ts})`}},
+		{"produce", stages.Options{"topic": output}},
+	} {
+		st, err := stagetest.Build(s.name, s.opts, env)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		opts = append(opts, pipeline.WithStage(s.name, st))
+	}
+	// Committed offsets count the records finished: processed, their
+	// outputs acknowledged (and, exactly once, the transaction
+	// committed).
+	opts = append(opts, pipeline.WithObserver(&commitCounter{seen: seen, at: map[int32]int64{}}))
+	p, err := pipeline.New(cfg, opts...)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	if err := p.Run(ctx); err != nil {
+		b.Error(err)
+	}
+}
+
+// commitCounter calls seen with the records each commit newly covers
+// (every partition starts at offset 0).
+type commitCounter struct {
+	nopObserver
+	seen func(int)
+	mu   sync.Mutex
+	at   map[int32]int64
+}
+
+func (c *commitCounter) OffsetsCommitted(offs []pipeline.CommittedOffset) {
+	c.mu.Lock()
+	n := int64(0)
+	for _, o := range offs {
+		if o.Offset > c.at[o.Partition.Partition] {
+			n += o.Offset - c.at[o.Partition.Partition]
+			c.at[o.Partition.Partition] = o.Offset
+		}
+	}
+	c.mu.Unlock()
+	if n > 0 {
+		c.seen(int(n))
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) StageDone(pipeline.StageDone)                {}
+func (nopObserver) FetchDone(pipeline.FetchDone)                {}
+func (nopObserver) CommitDone(pipeline.CommitDone)              {}
+func (nopObserver) OffsetsCommitted([]pipeline.CommittedOffset) {}
+func (nopObserver) Rebalanced(pipeline.Rebalance)               {}
+
+// shopTopic returns the cluster and a topic of the given partitions
+// holding -records shop events (internal/shopevents), spread evenly, the
+// same for every benchmark of the run.
+func shopTopic(b *testing.B, partitions int) ([]string, string) {
+	addrs := clusterAddrs(b)
+	shopOnce.Do(func() {
+		shopName = fmt.Sprintf("shop-p%d-n%d-%d", partitions, *flagRecords, time.Now().UnixNano())
+		shopErr = loadShop(addrs, shopName, partitions)
+	})
+	if shopErr != nil {
+		b.Fatal(shopErr)
+	}
+	return addrs, shopName
+}
+
+var (
+	shopOnce sync.Once
+	shopName string
+	shopErr  error
+)
+
+func createTopic(addrs []string, topic string, partitions int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+func loadShop(addrs []string, topic string, partitions int) error {
+	if err := createTopic(addrs, topic, partitions); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var firstErr atomic.Value
+	for i := int64(0); i < int64(*flagRecords); i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)), Value: shopevents.Value(i)},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+			})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err, _ := firstErr.Load().(error); err != nil {
+		return err
+	}
+	return nil
+}
