@@ -99,6 +99,11 @@ type program struct {
 	// byField is the expression compiled with each json.<field> of
 	// fields replaced by the variable fieldVar(field); nil if fields is.
 	byField *vm.Program
+	// slotted is byField with those variables read from the slots of
+	// layout, the layout of the stage's reads (see bindSlots); nil if
+	// byField is, or could not be bound.
+	slotted *vm.Program
+	layout  *slotLayout
 	// encoded is the argument of a program that is one call toJSON(x),
 	// compiled on its own: transform encodes its result straight into
 	// the record's bytes (see transform.eval); nil for other programs.
@@ -112,7 +117,9 @@ type program struct {
 // fieldVar is the variable that stands for json.<field> in a program's
 // byField form. The NUL byte keeps it apart from any name an expression
 // can write.
-func fieldVar(field string) string { return "\x00json." + field }
+func fieldVar(field string) string { return fieldVarPrefix + field }
+
+const fieldVarPrefix = "\x00json."
 
 // fieldPatch replaces each constant member access on json (json.type,
 // json?.user, json["a b"]) by the identifier fieldVar(name).
@@ -365,18 +372,22 @@ func (o *objectEncoding) encode(e *evaluator) ([]byte, error) {
 
 // reads is what a stage's programs read of a record, worked out once
 // when the stage is built: the variables, and of json the top-level
-// fields (nil: the whole value) with their variables in the byField
-// forms.
+// fields (nil: the whole value) with the slots their values go to for
+// the slotted forms.
 type reads struct {
 	uses   uses
 	fields []string // of json: nil for the whole value
-	vars   []string // fieldVar of each of fields, if project
 	// project: every program that reads json has a byField form, so a
 	// record whose value is a JSON object can run them all.
 	project bool
+	layout  *slotLayout // where fields go, if project
 }
 
-// readsOf merges what programs read.
+// readsOf merges what programs read and, if they can run on a record's
+// projected fields, binds their byField forms (and those of the
+// programs they hold: encoded, object values) to one slot layout.
+// Programs belong to one stage: binding them again for other fields
+// leaves the earlier reads' evaluators running them as written.
 func readsOf(programs ...*program) *reads {
 	rd := &reads{project: true}
 	var fields [][]string
@@ -390,27 +401,132 @@ func readsOf(programs ...*program) *reads {
 	rd.fields = mergeFields(fields)
 	rd.project = rd.project && rd.fields != nil
 	if rd.project {
-		rd.vars = make([]string, len(rd.fields))
-		for i, f := range rd.fields {
-			rd.vars[i] = fieldVar(f)
-		}
+		rd.layout = bindSlots(rd.fields, programs)
+		rd.fields = rd.layout.fields
 	}
 	return rd
 }
 
+// slotLayout is where an evaluator's slot VM holds the json fields it
+// projects: field i in its variable base+i, after every variable (let)
+// of the programs bound to the layout.
+type slotLayout struct {
+	fields []string
+	base   int
+}
+
+// bindSlots returns the layout of fields for programs, and sets the
+// slotted form of every program among them and in them that has a
+// byField form. Programs already bound to a layout of the same fields
+// keep it (a stage's reads worked out twice agree).
+func bindSlots(fields []string, programs []*program) *slotLayout {
+	var all []*program
+	for _, p := range programs {
+		all = p.withParts(all)
+	}
+	var l *slotLayout
+	for _, p := range all {
+		if p.byField == nil {
+			continue
+		}
+		if p.layout == nil || (l != nil && p.layout != l) || !slices.Equal(p.layout.fields, fields) {
+			l = nil
+			break
+		}
+		l = p.layout
+	}
+	if l != nil {
+		return l
+	}
+	l = &slotLayout{fields: fields}
+	for _, p := range all {
+		if p.byField != nil {
+			l.base = max(l.base, ownVariables(p.byField))
+		}
+	}
+	for _, p := range all {
+		if p.byField != nil {
+			p.slotted, p.layout = slotted(p.byField, l), l
+			if p.slotted == nil {
+				p.layout = nil
+			}
+		}
+	}
+	return l
+}
+
+// withParts appends p and the programs it holds to ps.
+func (p *program) withParts(ps []*program) []*program {
+	ps = append(ps, p)
+	if p.encoded != nil {
+		ps = p.encoded.withParts(ps)
+	}
+	if p.object != nil {
+		for _, v := range p.object.values {
+			ps = v.withParts(ps)
+		}
+	}
+	return ps
+}
+
+// ownVariables is how many variables (let) bp declares: the VM's
+// variables it uses are 0 to ownVariables-1.
+func ownVariables(bp *vm.Program) int {
+	n := 0
+	for i, op := range bp.Bytecode {
+		if op == vm.OpStore || op == vm.OpLoadVar {
+			n = max(n, bp.Arguments[i]+1)
+		}
+	}
+	return n
+}
+
+// slotted returns a copy of bp, a byField form, in which each load of a
+// field's variable (from the environment map, by name) is a load of the
+// VM's variable l.base+i, i the field's index in l.fields: the
+// evaluator's slot VM holds the fields there. Nil if bp reads a field l
+// has not.
+func slotted(bp *vm.Program, l *slotLayout) *vm.Program {
+	q := *bp
+	q.Bytecode, q.Arguments = slices.Clone(bp.Bytecode), slices.Clone(bp.Arguments)
+	for i, op := range q.Bytecode {
+		if op != vm.OpLoadFast {
+			continue
+		}
+		name, _ := q.Constants[q.Arguments[i]].(string)
+		field, ok := strings.CutPrefix(name, fieldVarPrefix)
+		if !ok {
+			continue
+		}
+		j := slices.Index(l.fields, field)
+		if j < 0 {
+			return nil
+		}
+		q.Bytecode[i], q.Arguments[i] = vm.OpLoadVar, l.base+j
+	}
+	return &q
+}
+
 // evaluator runs programs over records. It is not safe for concurrent
 // use: a stage makes one per Process call and reuses it for every record
-// of the batch, so the VM's stack and the environment are allocated once
+// of the batch, so the VMs' stacks and the environment are allocated once
 // per batch.
 type evaluator struct {
-	vm      vm.VM
+	vm vm.VM // runs programs as written
+	// slotVM runs the slotted forms, if the reads project. Its variables
+	// hold, after the programs' own, the projected fields: slots (see
+	// slotLayout).
+	slotVM  *vm.VM
+	slots   []any
 	env     map[string]any
 	headers map[string]any
 	reads   *reads
 	cache   *memo.Cache // the chain call's, if any
-	// projected: the loaded record's json fields are in reads.vars, and
-	// the byField forms run.
+	// projected: the loaded record's json fields are in slots, and the
+	// slotted forms run; doc and raw are its value's.
 	projected bool
+	doc       *jsonDoc
+	raw       []byte
 	docs      docAlloc // for the docs it makes
 	box       boxer    // for the fields it projects
 }
@@ -422,6 +538,10 @@ func newEvaluator(ctx context.Context, rd *reads, n int) *evaluator {
 	e := &evaluator{env: make(map[string]any, len(runTypes)), reads: rd, cache: memo.From(ctx)}
 	if rd.uses&useJSON != 0 {
 		e.cache.Reserve(n) // a doc per record, if no stage before made them
+	}
+	if l := rd.layout; rd.project && l != nil {
+		e.slotVM = &vm.VM{Variables: make([]any, l.base+len(l.fields))}
+		e.slots = e.slotVM.Variables[l.base:]
 	}
 	return e
 }
@@ -463,11 +583,11 @@ func (e *evaluator) load(r *stages.Record) error {
 			e.headers[h.Key] = nullable(h.Value)
 		}
 	}
-	e.projected = false
+	e.projected, e.doc, e.raw = false, nil, nil
 	if u&useJSON != 0 {
 		d := docFor(e.cache, &e.docs, r.Value)
-		if rd := e.reads; rd.project && d.project(r.Value, rd.fields, rd.vars, env, &e.box) {
-			e.projected = true
+		if e.slots != nil && d.projectInto(r.Value, e.reads.fields, e.slots, &e.box) {
+			e.projected, e.doc, e.raw = true, d, r.Value
 			return nil
 		}
 		v, err := d.value(r.Value)
@@ -477,13 +597,26 @@ func (e *evaluator) load(r *stages.Record) error {
 	return nil
 }
 
-// run evaluates p over the loaded record.
+// run evaluates p over the loaded record: its slotted form if the
+// record's fields are projected and p reads json.
 func (e *evaluator) run(p *program) (any, error) {
-	prog := p.prog
-	if e.projected && p.byField != nil {
-		prog = p.byField
+	var out any
+	var err error
+	switch {
+	case !e.projected || p.uses&useJSON == 0:
+		out, err = e.vm.Run(p.prog, e.env)
+	case p.slotted != nil && p.layout == e.reads.layout:
+		out, err = e.slotVM.Run(p.slotted, e.env)
+	default:
+		// Not bound to these slots (not one of the stage's programs): as
+		// written, over the whole value.
+		v, verr := e.doc.value(e.raw)
+		if verr != nil {
+			return nil, verr
+		}
+		e.env[varJSON] = v
+		out, err = e.vm.Run(p.prog, e.env)
 	}
-	out, err := e.vm.Run(prog, e.env)
 	if err != nil {
 		return nil, &EvalError{Expr: p.label, Err: err}
 	}

@@ -21,9 +21,10 @@ import (
 // second time with each such access replaced by a variable of its own
 // (see fieldPatch in expr.go). When a record's value is a JSON object
 // that second program runs, with just those fields decoded from the
-// bytes into the variables (project): no map is built and nothing else
-// is decoded. It gives exactly what the access gives on the full value
-// (an absent field is nil in both; duplicates: the last wins in both).
+// bytes into its variables (projectInto, bindSlots): no map is built or
+// written and nothing else is decoded. It gives exactly what the access
+// gives on the full value (an absent field is nil in both; duplicates:
+// the last wins in both).
 // Any other value (not an object, not JSON), and any other use of json
 // (json itself, "x" in json, a computed field name), runs the program as
 // written over the full value, parsed once and kept in the doc.
@@ -94,40 +95,29 @@ func (d *jsonDoc) value(v []byte) (any, error) {
 	return d.full, nil
 }
 
-// project sets env[vars[i]] to what json.<fields[i]> gives on v (nil for
-// an absent field; the last of duplicates wins) and reports true, if v is
-// a JSON object the doc does not refuse. Otherwise it sets nothing and
-// reports false: the caller needs value. Only the named members are
+// projectInto sets slots[i] to what json.<fields[i]> gives on v (nil
+// for an absent field; the last of duplicates wins) and reports true, if
+// v is a JSON object the doc does not refuse. Otherwise it sets nothing
+// and reports false: the caller needs value. Only the named members are
 // decoded, from the bytes, unless the whole value is parsed already; bx
 // boxes the scalars among them.
-func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
+func (d *jsonDoc) projectInto(v []byte, fields []string, slots []any, bx *boxer) bool {
 	if !d.valid || !d.object || d.err != nil {
 		return false
 	}
 	if d.parsed {
 		m := d.full.(map[string]any)
 		for i, f := range fields {
-			env[vars[i]] = m[f]
+			slots[i] = m[f]
 		}
 		return true
 	}
-	var set uint64 // bit i: vars[i] is set (of the first 64)
-	if len(vars) > 64 {
-		for _, name := range vars {
-			env[name] = nil
-		}
-	}
+	clear(slots) // an absent field is nil
 	d.eachMember(v, func(name, raw []byte) {
 		if i := fieldIndex(fields, name); i >= 0 {
-			env[vars[i]] = decodeMember(raw, bx)
-			set |= 1 << (i & 63)
+			slots[i] = decodeMember(raw, bx)
 		}
 	})
-	for i, name := range vars[:min(len(vars), 64)] {
-		if set&(1<<i) == 0 {
-			env[name] = nil // absent
-		}
-	}
 	return true
 }
 

@@ -1,0 +1,236 @@
+package builtin
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// project is projectInto with the fields set in env, by variable name:
+// how the projection was checked when the byField forms ran over the
+// environment map (checkProjection, TestProjectClearsAbsentFields).
+func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
+	slots := make([]any, len(fields))
+	if !d.projectInto(v, fields, slots, bx) {
+		return false
+	}
+	for i, name := range vars {
+		env[name] = slots[i]
+	}
+	return true
+}
+
+// manyFields returns n field names f0, f1, ...
+func manyFields(n int) []string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf("f%d", i)
+	}
+	return fields
+}
+
+// TestProjectIntoReusesSlots: one slice of slots serves record after
+// record (1, 64 and 65 fields): every field is what the member access on
+// the full value gives (absent: nil, not the last record's; duplicates:
+// the last), and a value that is not projected leaves the slots alone.
+func TestProjectIntoReusesSlots(t *testing.T) {
+	for _, n := range []int{1, 64, 65} {
+		fields := manyFields(n)
+		var all, dup strings.Builder
+		all.WriteString("{")
+		dup.WriteString(`{"f0":"first",`)
+		for i, f := range fields {
+			if i > 0 {
+				all.WriteString(",")
+				dup.WriteString(",")
+			}
+			fmt.Fprintf(&all, "%q:%d", f, 1000+i)
+			fmt.Fprintf(&dup, "%q:\"v%d\"", f, i)
+		}
+		all.WriteString("}")
+		dup.WriteString(`,"f0":"last"}`)
+		slots := make([]any, n)
+		var a docAlloc
+		for _, v := range []string{all.String(), `{"other":true}`, dup.String(), `{}`, `{"f0":null}`, all.String()} {
+			if !docFor(nil, &a, []byte(v)).projectInto([]byte(v), fields, slots, new(boxer)) {
+				t.Fatalf("%d fields: %s not projected", n, v)
+			}
+			full, err := fullValue([]byte(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range fields {
+				if want := full.(map[string]any)[f]; !reflect.DeepEqual(slots[i], want) {
+					t.Fatalf("%d fields, %s: %s = %#v, want %#v", n, v, f, slots[i], want)
+				}
+			}
+		}
+		before := append([]any(nil), slots...)
+		for _, v := range []string{`[1]`, `"f0"`, `null`, `{"f0":`, `{"f0":1e400}`} {
+			if docFor(nil, &a, []byte(v)).projectInto([]byte(v), fields, slots, new(boxer)) {
+				t.Fatalf("%s projected", v)
+			}
+			if !reflect.DeepEqual(slots, before) {
+				t.Fatalf("%s not projected, but the slots changed", v)
+			}
+		}
+	}
+}
+
+// sumOf is an expression reading json.f0 ... json.f<n-1> as numbers, 0
+// for an absent one.
+func sumOf(n int) string {
+	terms := make([]string, n)
+	for i := range terms {
+		terms[i] = fmt.Sprintf("(json?.f%d ?? 0)", i)
+	}
+	return strings.Join(terms, " + ")
+}
+
+// TestSlottedMatchesAsWritten: the slotted form of an expression (1, 64
+// and 65 fields, let variables, closures, nested accesses) gives what
+// the expression as written gives over the whole value, results and
+// errors, record after record with one evaluator; and it loads no field
+// from the environment.
+func TestSlottedMatchesAsWritten(t *testing.T) {
+	exprs := []string{
+		`json.f0`,
+		sumOf(64),
+		sumOf(65),
+		`let a = json.f0; let b = json?.f1; [a, b, json.f2]`,
+		`let a = 1; all(json.items, {let b = # + a; b > json.f0})`,
+		`json.f0 + json.f1`, // fails where they are not numbers
+		`json.f0.x ?? json?.f1?.y`,
+		`toJSON({"a": json.f0, "b": [json.f1, json.f0], "c": let x = json.f2; x})`,
+	}
+	values := []string{
+		`{"f0":1,"f1":2,"f2":3,"items":[2,3]}`,
+		`{"f1":"x"}`,
+		`{"f0":"a","f0":5,"f1":7,"items":[]}`, // duplicates: the last wins
+		`{"f\u0030":4,"f1":{"y":"n"},"items":[0]}`,
+		`{"f0":{"x":9},"f2":null}`,
+		`{}`, `[1]`, `"text"`, `not json`, `{"f0":1e400}`,
+	}
+	for _, src := range exprs {
+		p, err := compile("value", "value", src, false)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		withEncoded(p, "value", src)
+		rd := readsOf(p)
+		if !rd.project || p.slotted == nil || p.layout != rd.layout {
+			t.Fatalf("%s: not bound to slots (project %v)", src, rd.project)
+		}
+		for _, q := range p.withParts(nil) {
+			if q.byField != nil && (q.slotted == nil || q.layout != rd.layout) {
+				t.Fatalf("%s: a part is not bound to the stage's slots", src)
+			}
+			if q.slotted != nil {
+				checkNoFieldLoads(t, src, q.slotted)
+			}
+		}
+		asWritten := *rd
+		asWritten.project = false
+		fast := newEvaluator(context.Background(), rd, 0)
+		slow := newEvaluator(context.Background(), &asWritten, 0)
+		for _, v := range values {
+			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
+			fastLoad, slowLoad := fast.load(&r), slow.load(&r)
+			if fmt.Sprint(fastLoad) != fmt.Sprint(slowLoad) {
+				t.Fatalf("%s over %s: load %v, as written %v", src, v, fastLoad, slowLoad)
+			}
+			if fastLoad != nil {
+				continue
+			}
+			_, isObject := fullValueOrNil(v).(map[string]any)
+			if fast.projected != isObject {
+				t.Errorf("%s over %s: projected %v, object %v", src, v, fast.projected, isObject)
+			}
+			for _, q := range p.withParts(nil) {
+				fastOut, fastErr := fast.run(q)
+				slowOut, slowErr := slow.run(q)
+				if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
+					t.Errorf("%s over %s:\nslotted    %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
+				}
+			}
+		}
+	}
+}
+
+// checkNoFieldLoads fails t if prog loads a field's variable from the
+// environment map.
+func checkNoFieldLoads(t *testing.T, src string, prog *vm.Program) {
+	t.Helper()
+	for i, op := range prog.Bytecode {
+		if op != vm.OpLoadFast {
+			continue
+		}
+		if name, _ := prog.Constants[prog.Arguments[i]].(string); strings.HasPrefix(name, fieldVarPrefix) {
+			t.Fatalf("%s: the slotted form loads %q from the environment", src, name)
+		}
+	}
+}
+
+// TestProjectionWritesNoEnvironment: a record whose fields are projected
+// leaves the environment map as it was (its fields go to the slot VM's
+// variables), and the other variables are still there.
+func TestProjectionWritesNoEnvironment(t *testing.T) {
+	p, err := compile("if", "if", `json.type == "purchase" && key == "k"`, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEvaluator(context.Background(), readsOf(p), 0)
+	r := stages.Record{Key: []byte("k"), Value: []byte(`{"type":"purchase"}`)}
+	if err := e.load(&r); err != nil || !e.projected {
+		t.Fatalf("load: %v, projected %v", err, e.projected)
+	}
+	if len(e.env) != 1 || e.env[varKey] != "k" {
+		t.Errorf("environment after a projected load: %#v, want only the key", e.env)
+	}
+	if v, err := e.run(p); v != true || err != nil {
+		t.Errorf("run: %v, %v; want true", v, err)
+	}
+}
+
+// TestUnboundProgramRunsAsWritten: a program run by an evaluator whose
+// slots it is not bound to (not among the programs its reads came from,
+// or bound again since to other fields) reads the whole value, as
+// written, rather than slots that are not its own.
+func TestUnboundProgramRunsAsWritten(t *testing.T) {
+	compiled := func(src string) *program {
+		p, err := compile("value", "value", src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := compiled(`json.a`), compiled(`[json.b, json.a]`)
+	first := readsOf(a)
+	e := newEvaluator(context.Background(), first, 0)
+	r := stages.Record{Value: []byte(`{"a":1,"b":2}`)}
+	check := func(when string, p *program, want any) {
+		t.Helper()
+		if err := e.load(&r); err != nil || !e.projected {
+			t.Fatalf("%s: load: %v, projected %v", when, err, e.projected)
+		}
+		if v, err := e.run(p); err != nil || !reflect.DeepEqual(v, want) {
+			t.Errorf("%s: %v, %v; want %v", when, v, err, want)
+		}
+	}
+	check("a program of another stage", b, []any{2, 1})
+	check("the stage's program", a, 1)
+	if again := readsOf(a); a.layout != first.layout || again.layout != first.layout {
+		t.Errorf("the same program's reads worked out again: bound to a new layout")
+	}
+	readsOf(b, a) // a is bound again, to the fields b, a
+	if a.layout == first.layout {
+		t.Fatalf("a not bound again")
+	}
+	check("a program bound again since", a, 1)
+}
