@@ -516,7 +516,7 @@ type evaluator struct {
 	// slotVM runs the slotted forms, if the reads project. Its variables
 	// hold, after the programs' own, the projected fields: slots (see
 	// slotLayout).
-	slotVM  *vm.VM
+	slotVM  *slotVM
 	slots   []any
 	env     map[string]any
 	headers map[string]any
@@ -531,6 +531,13 @@ type evaluator struct {
 	box       boxer    // for the fields it projects
 }
 
+// slotVM is an evaluator's VM for the slotted forms, with room for the
+// variables of most (in the same allocation).
+type slotVM struct {
+	vm.VM
+	room [8]any
+}
+
 // newEvaluator returns an evaluator for programs that read rd; ctx is
 // the Process call's, whose memo (if any) the evaluator shares; n is the
 // batch's length.
@@ -540,7 +547,12 @@ func newEvaluator(ctx context.Context, rd *reads, n int) *evaluator {
 		e.cache.Reserve(n) // a doc per record, if no stage before made them
 	}
 	if l := rd.layout; rd.project && l != nil {
-		e.slotVM = &vm.VM{Variables: make([]any, l.base+len(l.fields))}
+		e.slotVM = new(slotVM)
+		if n := l.base + len(l.fields); n <= len(e.slotVM.room) {
+			e.slotVM.Variables = e.slotVM.room[:n]
+		} else {
+			e.slotVM.Variables = make([]any, n)
+		}
 		e.slots = e.slotVM.Variables[l.base:]
 	}
 	return e
