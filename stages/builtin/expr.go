@@ -412,6 +412,7 @@ func readsOf(programs ...*program) *reads {
 // of the programs bound to the layout.
 type slotLayout struct {
 	fields []string
+	set    *fieldSet // of fields
 	base   int
 }
 
@@ -438,7 +439,7 @@ func bindSlots(fields []string, programs []*program) *slotLayout {
 	if l != nil {
 		return l
 	}
-	l = &slotLayout{fields: fields}
+	l = &slotLayout{fields: fields, set: newFieldSet(fields)}
 	for _, p := range all {
 		if p.byField != nil {
 			l.base = max(l.base, ownVariables(p.byField))
@@ -598,7 +599,7 @@ func (e *evaluator) load(r *stages.Record) error {
 	e.projected, e.doc, e.raw = false, nil, nil
 	if u&useJSON != 0 {
 		d := docFor(e.cache, &e.docs, r.Value)
-		if e.slots != nil && d.projectInto(r.Value, e.reads.fields, e.slots, &e.box) {
+		if e.slots != nil && d.projectInto(r.Value, e.reads.layout.set, e.slots, &e.box) {
 			e.projected, e.doc, e.raw = true, d, r.Value
 			return nil
 		}

@@ -30,6 +30,7 @@ func init() {
 // jsonStage validates values; valid records pass unchanged.
 type jsonStage struct {
 	require []string
+	fields  *fieldSet // of require
 }
 
 func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
@@ -45,7 +46,8 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 			return nil, &stages.OptionError{Option: "require", Err: errors.New("empty field name")}
 		}
 	}
-	return &jsonStage{require: append([]string(nil), req...)}, nil
+	req = append([]string(nil), req...)
+	return &jsonStage{require: req, fields: newFieldSet(req)}, nil
 }
 
 // Process returns the valid records, shared with in; invalid ones are
@@ -83,7 +85,7 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 	}
 	clear(seen)
 	d.eachMember(v, func(name, _ []byte) {
-		if i := fieldIndex(j.require, name); i >= 0 {
+		if i := j.fields.index(name); i >= 0 {
 			seen[i] = true
 		}
 	})

@@ -3,6 +3,7 @@ package builtin
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
@@ -95,26 +96,26 @@ func (d *jsonDoc) value(v []byte) (any, error) {
 	return d.full, nil
 }
 
-// projectInto sets slots[i] to what json.<fields[i]> gives on v (nil
+// projectInto sets slots[i] to what json.<fs.names[i]> gives on v (nil
 // for an absent field; the last of duplicates wins) and reports true, if
 // v is a JSON object the doc does not refuse. Otherwise it sets nothing
 // and reports false: the caller needs value. Only the named members are
 // decoded, from the bytes, unless the whole value is parsed already; bx
 // boxes the scalars among them.
-func (d *jsonDoc) projectInto(v []byte, fields []string, slots []any, bx *boxer) bool {
+func (d *jsonDoc) projectInto(v []byte, fs *fieldSet, slots []any, bx *boxer) bool {
 	if !d.valid || !d.object || d.err != nil {
 		return false
 	}
 	if d.parsed {
 		m := d.full.(map[string]any)
-		for i, f := range fields {
+		for i, f := range fs.names {
 			slots[i] = m[f]
 		}
 		return true
 	}
 	clear(slots) // an absent field is nil
 	d.eachMember(v, func(name, raw []byte) {
-		if i := fieldIndex(fields, name); i >= 0 {
+		if i := fs.index(name); i >= 0 {
 			slots[i] = decodeMember(raw, bx)
 		}
 	})
@@ -166,6 +167,50 @@ func fieldIndex(fields []string, name []byte) int {
 		return -1
 	}
 	return slices.Index(fields, s)
+}
+
+// fieldSet is field names to find member names among, with what tells
+// most member names apart from them without comparing each.
+type fieldSet struct {
+	names []string
+	// ascii: every name is ASCII, without a backslash. A member name
+	// that decodes to one then starts with that name's first byte or
+	// with an escape, and is the name's bytes if it has no escape.
+	ascii bool
+	first [4]uint64 // bit c: a name starts with the byte c (if ascii)
+}
+
+func newFieldSet(names []string) *fieldSet {
+	fs := &fieldSet{names: names, ascii: true}
+	for _, f := range names {
+		if !plainName(f) {
+			fs.ascii = false
+		} else if f != "" {
+			fs.first[f[0]>>6] |= 1 << (f[0] & 63)
+		}
+	}
+	return fs
+}
+
+// index returns the index in fs.names of the member name (a JSON string
+// token, quotes included), or -1: fieldIndex(fs.names, name).
+func (fs *fieldSet) index(name []byte) int {
+	if !fs.ascii {
+		return fieldIndex(fs.names, name)
+	}
+	inner := bytesString(name[1 : len(name)-1])
+	if len(inner) > 0 && inner[0] != '\\' && fs.first[inner[0]>>6]&(1<<(inner[0]&63)) == 0 {
+		return -1 // it decodes to a string starting with inner[0] (or, not ASCII, with a byte above 0x7f)
+	}
+	for i, f := range fs.names {
+		if f == inner {
+			return i
+		}
+	}
+	if strings.IndexByte(inner, '\\') < 0 {
+		return -1 // no escape: it decodes to itself, or to a string that is not ASCII
+	}
+	return fieldIndex(fs.names, name)
 }
 
 // plainName reports whether s, the inside of a JSON string token, is

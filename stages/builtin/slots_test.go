@@ -2,12 +2,15 @@ package builtin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/expr-lang/expr/vm"
+	"pgregory.net/rapid"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -17,7 +20,7 @@ import (
 // environment map (checkProjection, TestProjectClearsAbsentFields).
 func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
 	slots := make([]any, len(fields))
-	if !d.projectInto(v, fields, slots, bx) {
+	if !d.projectInto(v, newFieldSet(fields), slots, bx) {
 		return false
 	}
 	for i, name := range vars {
@@ -58,7 +61,7 @@ func TestProjectIntoReusesSlots(t *testing.T) {
 		slots := make([]any, n)
 		var a docAlloc
 		for _, v := range []string{all.String(), `{"other":true}`, dup.String(), `{}`, `{"f0":null}`, all.String()} {
-			if !docFor(nil, &a, []byte(v)).projectInto([]byte(v), fields, slots, new(boxer)) {
+			if !docFor(nil, &a, []byte(v)).projectInto([]byte(v), newFieldSet(fields), slots, new(boxer)) {
 				t.Fatalf("%d fields: %s not projected", n, v)
 			}
 			full, err := fullValue([]byte(v))
@@ -73,7 +76,7 @@ func TestProjectIntoReusesSlots(t *testing.T) {
 		}
 		before := append([]any(nil), slots...)
 		for _, v := range []string{`[1]`, `"f0"`, `null`, `{"f0":`, `{"f0":1e400}`} {
-			if docFor(nil, &a, []byte(v)).projectInto([]byte(v), fields, slots, new(boxer)) {
+			if docFor(nil, &a, []byte(v)).projectInto([]byte(v), newFieldSet(fields), slots, new(boxer)) {
 				t.Fatalf("%s projected", v)
 			}
 			if !reflect.DeepEqual(slots, before) {
@@ -233,4 +236,82 @@ func TestUnboundProgramRunsAsWritten(t *testing.T) {
 		t.Fatalf("a not bound again")
 	}
 	check("a program bound again since", a, 1)
+}
+
+// decodedIndex is the index in fields of what the member name (a JSON
+// string token) decodes to, as encoding/json decodes it; -1 if none, and
+// false if name is not a string token.
+func decodedIndex(fields []string, name string) (int, bool) {
+	var s string
+	if !json.Valid([]byte(name)) || json.Unmarshal([]byte(name), &s) != nil {
+		return 0, false
+	}
+	return slices.Index(fields, s), true
+}
+
+// checkFieldSet fails t if fieldSet.index (or fieldIndex) finds another
+// field for name than the one it decodes to.
+func checkFieldSet(t interface{ Fatalf(string, ...any) }, fields []string, name string) {
+	want, ok := decodedIndex(fields, name)
+	if !ok {
+		return
+	}
+	if got := newFieldSet(fields).index([]byte(name)); got != want {
+		t.Fatalf("fields %q, name %s: index %d, want %d", fields, name, got, want)
+	}
+	if got := fieldIndex(fields, []byte(name)); got != want {
+		t.Fatalf("fields %q, name %s: fieldIndex %d, want %d", fields, name, got, want)
+	}
+}
+
+// fieldSetPool is field names of every kind a fieldSet tells apart:
+// ASCII ones sharing first bytes, the empty one, a NUL, a quote, and ones
+// that are not ASCII (which make the set take the general path).
+var fieldSetPool = []string{"type", "t", "ty", "ts", "T", "a b", "", "\x00", "a\"b", "a\\b", "é", "\u2028", "\ufffd"}
+
+// TestFieldSetIndex: a member name is found among fields exactly when it
+// decodes to one of them: escaped names, non-ASCII and invalid UTF-8
+// (which decodes to U+FFFD), names that only share a first byte.
+func TestFieldSetIndex(t *testing.T) {
+	names := []string{`"type"`, `"t\u0079pe"`, `"\u0074ype"`, `"typ"`, `"types"`, `"ts"`, `"t"`, `"x"`, `""`,
+		`"\u0000"`, `"a\"b"`, `"a\\b"`, `"a b"`, `"\u0061 b"`, `"é"`, `"\u00e9"`, "\"\xff\"", `"\ufffd"`, `"\u2028"`,
+		"\"\u2028\"", `"T"`, `"\u0054"`, `"\/"`, `"e\u0301"`}
+	for _, fields := range [][]string{
+		{"type"}, {"type", "ts", "t"}, {"T", "a b", ""}, {"\x00", "a\"b"}, {"a\\b", "type"},
+		{"type", "é"}, {"\ufffd"}, {"\u2028", "t"}, {}, fieldSetPool,
+	} {
+		for _, name := range names {
+			if _, ok := decodedIndex(fields, name); !ok {
+				t.Fatalf("%s is not a JSON string", name)
+			}
+			checkFieldSet(t, fields, name)
+		}
+	}
+}
+
+// TestFieldSetIndexProperty: random field sets and random member names
+// built of plain bytes, escapes, non-ASCII and invalid UTF-8.
+func TestFieldSetIndexProperty(t *testing.T) {
+	pieces := []string{"t", "y", "p", "e", "s", "T", " ", "a", "b", `\u0074`, `\u0079`, `\u0000`, `\"`, `\\`, `\/`,
+		"é", `\u00e9`, "\xff", "\xc3", `\ufffd`, "\u2028", `\u2028`, `\n`}
+	rapid.Check(t, func(t *rapid.T) {
+		fields := rapid.SliceOfNDistinct(rapid.SampledFrom(fieldSetPool), 0, 5, rapid.ID[string]).Draw(t, "fields")
+		parts := rapid.SliceOfN(rapid.SampledFrom(pieces), 0, 6).Draw(t, "name")
+		checkFieldSet(t, fields, `"`+strings.Join(parts, "")+`"`)
+	})
+}
+
+// FuzzFieldSetIndex: for any member name and field, fieldSet.index finds
+// the field exactly when the name decodes to it.
+func FuzzFieldSetIndex(f *testing.F) {
+	f.Add(`type`, "type")
+	f.Add(`t\u0079pe`, "type")
+	f.Add(`\u00e9`, "é")
+	f.Add("\xff", "\ufffd")
+	f.Add(`a\"b`, "a\"b")
+	f.Fuzz(func(t *testing.T, inner, field string) {
+		for _, fields := range [][]string{{field}, {"type", field}, {field, "é"}} {
+			checkFieldSet(t, fields, `"`+inner+`"`)
+		}
+	})
 }
