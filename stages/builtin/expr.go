@@ -104,6 +104,9 @@ type program struct {
 	// byField is, or could not be bound.
 	slotted *vm.Program
 	layout  *slotLayout
+	// only is, if slotted is nothing but the load of one variable (as
+	// json.user is), that variable: run reads it without the VM; else -1.
+	only int
 	// encoded is the argument of a program that is one call toJSON(x),
 	// compiled on its own: transform encodes its result straight into
 	// the record's bytes (see transform.eval); nil for other programs.
@@ -447,9 +450,11 @@ func bindSlots(fields []string, programs []*program) *slotLayout {
 	}
 	for _, p := range all {
 		if p.byField != nil {
-			p.slotted, p.layout = slotted(p.byField, l), l
+			p.slotted, p.layout, p.only = slotted(p.byField, l), l, -1
 			if p.slotted == nil {
 				p.layout = nil
+			} else if len(p.slotted.Bytecode) == 1 && p.slotted.Bytecode[0] == vm.OpLoadVar {
+				p.only = p.slotted.Arguments[0]
 			}
 		}
 	}
@@ -619,6 +624,9 @@ func (e *evaluator) run(p *program) (any, error) {
 	case !e.projected || p.uses&useJSON == 0:
 		out, err = e.vm.Run(p.prog, e.env)
 	case p.slotted != nil && p.layout == e.reads.layout:
+		if p.only >= 0 {
+			return e.slotVM.Variables[p.only], nil
+		}
 		out, err = e.slotVM.Run(p.slotted, e.env)
 	default:
 		// Not bound to these slots (not one of the stage's programs): as

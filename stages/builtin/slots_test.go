@@ -118,6 +118,8 @@ func TestSlottedMatchesAsWritten(t *testing.T) {
 		`{"f0":"a","f0":5,"f1":7,"items":[]}`, // duplicates: the last wins
 		`{"f\u0030":4,"f1":{"y":"n"},"items":[0]}`,
 		`{"f0":{"x":9},"f2":null}`,
+		`{"f0":[],"f1":{},"f2":""}`,
+		`{"f0":null,"f1":[null],"f2":-0.0}`,
 		`{}`, `[1]`, `"text"`, `not json`, `{"f0":1e400}`,
 	}
 	for _, src := range exprs {
@@ -162,6 +164,32 @@ func TestSlottedMatchesAsWritten(t *testing.T) {
 					t.Errorf("%s over %s:\nslotted    %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
 				}
 			}
+		}
+	}
+}
+
+// TestOneFieldReadWithoutVM: an expression that is one field read
+// (json.b, json["a b"]) is read from its slot without running the VM
+// (TestSlottedMatchesAsWritten compares what it gives with the
+// expression as written); anything more runs in the VM.
+func TestOneFieldReadWithoutVM(t *testing.T) {
+	for _, tc := range []struct {
+		src   string
+		field int // index in the layout's fields; -1: runs in the VM
+	}{
+		{`json.b`, 0}, {`json["a b"]`, 0}, {`json?.b`, -1}, {`json.b + json.a`, -1}, {`json.b.c`, -1},
+	} {
+		p, err := compile("value", "value", tc.src, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd := readsOf(p)
+		want := -1
+		if tc.field >= 0 {
+			want = rd.layout.base + tc.field
+		}
+		if p.slotted == nil || p.only != want {
+			t.Errorf("%s: only %d, want %d", tc.src, p.only, want)
 		}
 	}
 }
