@@ -57,12 +57,11 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
 	var docs docAlloc
-	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
-		emit(*r)
-		return nil
+		return passed, nil
 	})
 }
 
