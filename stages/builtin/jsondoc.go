@@ -30,27 +30,29 @@ import (
 
 // jsonDoc is what is known about one value as JSON.
 type jsonDoc struct {
-	valid  bool  // the value is JSON text
-	object bool  // valid, and a JSON object
-	err    error // valid but refused: a *DepthError or *NumberError (the record fails)
-	full   any   // the whole value, once parsed (parsed says so)
+	valid  bool // the value is JSON text
+	object bool // valid, and a JSON object
 	parsed bool
-	// members are where an object's members are (spans says they were
-	// recorded), so the stages that read fields do not walk it again.
-	members []member
-	spans   bool
+	// width is how the spans are recorded (see spanWidth); 0: they are not.
+	width uint8
+	err   error // valid but refused: a *DepthError or *NumberError (the record fails)
+	full  any   // the whole value, once parsed (parsed says so)
+	// spans are where an object's members are (see jsonscan.go), so the
+	// stages that read fields do not walk it again.
+	spans []uint16
 }
 
 // docAlloc is where the docs of one Process call come from: the docs
 // themselves, and the room their members are recorded in (a doc's
-// members are a slice of it no later doc writes to).
+// spans are a slice of it no later doc writes to).
 type docAlloc struct {
-	docs    slab[jsonDoc]
-	members []member
+	docs  slab[jsonDoc]
+	spans []uint16
 }
 
-// membersChunk is how many members docAlloc makes room for at once.
-const membersChunk = 1024
+// spansChunk is how many uint16s docAlloc makes room for at once: 1024
+// members of a value shorter than 64KiB.
+const spansChunk = 4096
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
@@ -61,17 +63,17 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 			return d
 		}
 	}
-	if cap(a.members)-len(a.members) < 64 {
-		a.members = make([]member, 0, membersChunk)
+	if cap(a.spans)-len(a.spans) < 256 {
+		a.spans = make([]uint16, 0, spansChunk)
 	}
-	start := len(a.members)
-	s := scanJSONMembers(v, &a.members)
+	start, width := len(a.spans), spanWidth(len(v))
+	s := scanJSONMembers(v, &a.spans, width)
 	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
-	if n := len(a.members); s.valid && s.object && uint64(len(v)) < 1<<32 {
-		d.members, d.spans = a.members[start:n:n], true
+	if n := len(a.spans); s.valid && s.object && width != 0 {
+		d.spans, d.width = a.spans[start:n:n], uint8(width)
 	} else {
-		a.members = a.members[:start]
+		a.spans = a.spans[:start]
 	}
 	cache.Put(v, d)
 	return d
@@ -192,12 +194,18 @@ func plainName(s string) bool {
 // eachMember is eachMember(v, fn) for v, the doc's value (an object),
 // from its recorded members if it has them.
 func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
-	if !d.spans {
+	switch s := d.spans; d.width {
+	case 0:
 		eachMember(v, fn)
-		return
-	}
-	for _, m := range d.members {
-		fn(v[m.name:m.nameEnd], v[m.value:m.end])
+	case 1:
+		for ; len(s) >= 4; s = s[4:] {
+			fn(v[s[0]:s[1]], v[s[2]:s[3]])
+		}
+	default:
+		at := func(i int) int { return int(s[i]) | int(s[i+1])<<16 }
+		for ; len(s) >= 8; s = s[8:] {
+			fn(v[at(0):at(2)], v[at(4):at(6)])
+		}
 	}
 }
 

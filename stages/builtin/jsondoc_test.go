@@ -204,8 +204,52 @@ func TestProjectionMatchesFullValue(t *testing.T) {
 		`{}`,
 		`[{"type":"array"}]`, `"type"`, `42`, `true`, `null`, // not objects: the full value
 		`{"type":`, ``, `{"type":"x"} trailing`, // not JSON: nil
+		sizedObject(1<<16 - 1),               // the longest value whose member offsets are one uint16 each
+		sizedObject(1 << 16),                 // exactly 64KiB: two uint16s each
+		sizedObject(1<<16 + 1),               // the last members past 64KiB
+		sizedObject(1<<16 + 1)[:1<<16] + "}", // not JSON, 64KiB
 	} {
 		checkProjection(t, []byte(v), fields)
+	}
+}
+
+// sizedObject returns a JSON object of exactly n bytes (at least 120)
+// whose members after the first two, a padding string, sit at its end.
+func sizedObject(n int) string {
+	head, tail := `{"type":"big","pad":"`, `","id":-7.5,"items":[1,{"type":"nested"}], "é" : null,"n":123456789}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+// TestMemberSpansWidth: a doc records its members' offsets in one uint16
+// each for a value shorter than 64KiB, in two from 64KiB on; either way
+// they are the members eachMember walks to, and the projection gives
+// what the full value holds.
+func TestMemberSpansWidth(t *testing.T) {
+	tests := []struct {
+		n     int
+		width uint8
+	}{
+		{200, 1},
+		{1<<16 - 2, 1},
+		{1<<16 - 1, 1},
+		{1 << 16, 2},
+		{1<<16 + 1, 2},
+		{1<<16 + 100, 2}, // every member but the first two past 64KiB
+		{1 << 18, 2},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.n), func(t *testing.T) {
+			v := []byte(sizedObject(tt.n))
+			if len(v) != tt.n {
+				t.Fatalf("sizedObject made %d bytes", len(v))
+			}
+			d := docFor(nil, new(docAlloc), v)
+			if d.width != tt.width || len(d.spans) != 6*4*int(tt.width) {
+				t.Fatalf("width %d, %d spans; want width %d, 6 members", d.width, len(d.spans), tt.width)
+			}
+			checkSpans(t, v)
+			checkProjection(t, v, []string{"type", "pad", "id", "items", "é", "n", "missing"})
+		})
 	}
 }
 
