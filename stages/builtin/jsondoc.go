@@ -43,16 +43,24 @@ type jsonDoc struct {
 }
 
 // docAlloc is where the docs of one Process call come from: the docs
-// themselves, and the room their members are recorded in (a doc's
-// spans are a slice of it no later doc writes to).
+// themselves, and the room their members are recorded in (a doc's spans
+// are a slice of it no later doc writes to, or, when more members than
+// the room left, an array of their own).
 type docAlloc struct {
 	docs  slab[jsonDoc]
 	spans []uint16
 }
 
-// spansChunk is how many uint16s docAlloc makes room for at once: 1024
-// members of a value shorter than 64KiB.
-const spansChunk = 4096
+// spansFirst and spansChunk are how many uint16s docAlloc makes room for
+// at once, first and at most (each next chunk is twice as long, so a
+// small batch does not pay for room it never uses): 64 and 1024 members
+// of a value shorter than 64KiB. A chunk with less than spansLeft room
+// left (16 such members) is left for a new one.
+const (
+	spansFirst = 256
+	spansChunk = 4096
+	spansLeft  = 64
+)
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
@@ -63,17 +71,19 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 			return d
 		}
 	}
-	if cap(a.spans)-len(a.spans) < 256 {
-		a.spans = make([]uint16, 0, spansChunk)
+	if cap(a.spans)-len(a.spans) < spansLeft {
+		a.spans = make([]uint16, 0, min(max(spansFirst, 2*cap(a.spans)), spansChunk))
 	}
-	start, width := len(a.spans), spanWidth(len(v))
-	s := scanJSONMembers(v, &a.spans, width)
+	room := cap(a.spans) - len(a.spans)
+	spans, width := a.spans[len(a.spans):], spanWidth(len(v))
+	s := scanJSONMembers(v, &spans, width) // beyond room: appended into an array of their own
 	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
-	if n := len(a.spans); s.valid && s.object && width != 0 {
-		d.spans, d.width = a.spans[start:n:n], uint8(width)
-	} else {
-		a.spans = a.spans[:start]
+	if n := len(spans); s.valid && s.object && width != 0 {
+		d.spans, d.width = spans[:n:n], uint8(width)
+		if n <= room {
+			a.spans = a.spans[:len(a.spans)+n]
+		}
 	}
 	cache.Put(v, d)
 	return d

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -403,4 +404,53 @@ func fullValueOrNil(v string) any {
 		return nil
 	}
 	return x
+}
+
+// TestDocSpansShareChunks: the docs of one Process call record their
+// members in shared chunks, growing ones, an object with more members
+// than a chunk has room left getting an array of its own; values that
+// are not objects record nothing. However the sizes follow each other,
+// every doc keeps its own members: none is overwritten by a later one.
+func TestDocSpansShareChunks(t *testing.T) {
+	salt := 0 // makes each object's layout its own: overwritten spans show
+	obj := func(members int) []byte {
+		salt++
+		var b strings.Builder
+		b.WriteString(strings.Repeat(" ", salt%3) + "{")
+		for i := range members {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"%s%d":[%d]`, strings.Repeat("m", 1+salt%5), i, salt)
+		}
+		b.WriteString("}")
+		return []byte(b.String())
+	}
+	var values [][]byte
+	for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 300, 2, 1000, 3, 1, 70, 1100, 5} {
+		values = append(values, obj(n), []byte(`[1,2]`), []byte(`{"not":"json"`))
+	}
+	for range 200 { // many chunks
+		values = append(values, obj(13))
+	}
+	var a docAlloc
+	docs := make([]*jsonDoc, len(values))
+	for i, v := range values {
+		docs[i] = docFor(nil, &a, v)
+	}
+	for i, v := range values {
+		d := docs[i]
+		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && d.spans != nil {
+			t.Fatalf("value %d (%.40s): object %v, width %d, %d spans", i, v, d.object, d.width, len(d.spans))
+		}
+		if !d.object {
+			continue
+		}
+		var got, walked [][2]string
+		d.eachMember(v, func(name, raw []byte) { got = append(got, [2]string{string(name), string(raw)}) })
+		eachMember(v, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
+		if !slices.Equal(got, walked) {
+			t.Fatalf("value %d (%.40s): members recorded as %.200q, walked %.200q", i, v, got, walked)
+		}
+	}
 }
