@@ -2,6 +2,7 @@ package memo
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -308,4 +309,47 @@ func TestCacheProperty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkChainPattern: the lookups of a json -> filter -> map chain
+// call over 1000 records (the first stage misses and stores each, the
+// second finds each, the third every fourth), for values in one buffer
+// in order (as fetched) and for values allocated one by one, in an
+// order their addresses do not follow.
+func BenchmarkChainPattern(b *testing.B) {
+	const n = 1000
+	inOrder := keys(n, true)
+	scattered := make([][]byte, n)
+	for i := range scattered {
+		scattered[i] = make([]byte, 200)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(i, j int) { scattered[i], scattered[j] = scattered[j], scattered[i] })
+	docs := make([]any, n) // what is stored: boxed beforehand
+	for i := range docs {
+		docs[i] = &i
+	}
+	for _, layout := range []struct {
+		name string
+		ks   [][]byte
+	}{{"one_buffer", inOrder}, {"scattered", scattered}} {
+		b.Run(layout.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c := From(With(context.Background()))
+				c.Reserve(n)
+				for i, k := range layout.ks {
+					if _, ok := c.Get(k); !ok {
+						c.Put(k, docs[i])
+					}
+				}
+				for _, k := range layout.ks {
+					c.Get(k)
+				}
+				for i := 0; i < n; i += 4 {
+					c.Get(layout.ks[i])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		})
+	}
 }
