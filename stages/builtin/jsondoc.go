@@ -212,12 +212,14 @@ func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
 			fn(v[s[0]:s[1]], v[s[2]:s[3]])
 		}
 	default:
-		at := func(i int) int { return int(s[i]) | int(s[i+1])<<16 }
 		for ; len(s) >= 8; s = s[8:] {
-			fn(v[at(0):at(2)], v[at(4):at(6)])
+			fn(v[wide(s[0:2]):wide(s[2:4])], v[wide(s[4:6]):wide(s[6:8])])
 		}
 	}
 }
+
+// wide is the offset recorded in two uint16s (the low half first).
+func wide(s []uint16) int { return int(s[0]) | int(s[1])<<16 }
 
 // eachMember calls fn with the name (a string token, quotes included) and
 // the raw value of every member of obj, a valid JSON object, in order.
