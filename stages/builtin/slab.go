@@ -26,6 +26,15 @@ type slab[T any] struct {
 	size int // of the last chunk
 }
 
+// reserve makes the slab's next chunk n long (at most slabChunk), for a
+// caller about to take n, if the slab has nothing left.
+func (s *slab[T]) reserve(n int) {
+	if len(s.free) == 0 && n > 0 {
+		s.size = min(n, slabChunk)
+		s.free = make([]T, s.size)
+	}
+}
+
 // next returns a pointer to a zero T no one else holds.
 func (s *slab[T]) next() *T {
 	if len(s.free) == 0 {
