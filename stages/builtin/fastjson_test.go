@@ -107,7 +107,8 @@ func checkSpans(t interface{ Fatalf(string, ...any) }, obj []byte) {
 		if !s.valid || !s.object {
 			t.Fatalf("%.300q: scanned as valid %v, object %v", obj, s.valid, s.object)
 		}
-		d := jsonDoc{valid: true, object: true, spans: spans, width: uint8(width)}
+		d := jsonDoc{valid: true, object: true}
+		d.setSpans(spans, width)
 		var got [][2]string
 		d.eachMember(obj, func(name, raw []byte) { got = append(got, [2]string{string(name), string(raw)}) })
 		if !slices.Equal(got, walked) {

@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/expr-lang/expr/ast"
 
@@ -34,13 +36,26 @@ type jsonDoc struct {
 	object bool // valid, and a JSON object
 	parsed bool
 	// width is how the spans are recorded (see spanWidth); 0: they are not.
-	width uint8
-	err   error // valid but refused: a *DepthError or *NumberError (the record fails)
-	full  any   // the whole value, once parsed (parsed says so)
+	width  uint8
+	nspans uint32 // how many
+	err    error  // valid but refused: a *DepthError or *NumberError (the record fails)
+	full   any    // the whole value, once parsed (parsed says so)
 	// spans are where an object's members are (see jsonscan.go), so the
-	// stages that read fields do not walk it again.
-	spans []uint16
+	// stages that read fields do not walk it again: nspans uint16s (a
+	// pointer and a 32-bit count, not a slice: a doc is 48 bytes, not 64).
+	spans *uint16
 }
+
+// setSpans records s, of the width given, as the doc's spans, unless
+// there are more than a uint32 counts (never in practice).
+func (d *jsonDoc) setSpans(s []uint16, width int) {
+	if uint64(len(s)) <= math.MaxUint32 {
+		d.spans, d.nspans, d.width = unsafe.SliceData(s), uint32(len(s)), uint8(width)
+	}
+}
+
+// memberSpans returns the doc's spans.
+func (d *jsonDoc) memberSpans() []uint16 { return unsafe.Slice(d.spans, d.nspans) }
 
 // docAlloc is where the docs of one Process call come from: the docs
 // themselves, and the room their members are recorded in (a doc's spans
@@ -80,7 +95,7 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
 	if n := len(spans); s.valid && s.object && width != 0 {
-		d.spans, d.width = spans[:n:n], uint8(width)
+		d.setSpans(spans[:n:n], width)
 		if n <= room {
 			a.spans = a.spans[:len(a.spans)+n]
 		}
@@ -204,7 +219,7 @@ func plainName(s string) bool {
 // eachMember is eachMember(v, fn) for v, the doc's value (an object),
 // from its recorded members if it has them.
 func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
-	switch s := d.spans; d.width {
+	switch s := d.memberSpans(); d.width {
 	case 0:
 		eachMember(v, fn)
 	case 1:

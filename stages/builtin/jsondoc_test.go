@@ -245,8 +245,8 @@ func TestMemberSpansWidth(t *testing.T) {
 				t.Fatalf("sizedObject made %d bytes", len(v))
 			}
 			d := docFor(nil, new(docAlloc), v)
-			if d.width != tt.width || len(d.spans) != 6*4*int(tt.width) {
-				t.Fatalf("width %d, %d spans; want width %d, 6 members", d.width, len(d.spans), tt.width)
+			if d.width != tt.width || len(d.memberSpans()) != 6*4*int(tt.width) {
+				t.Fatalf("width %d, %d spans; want width %d, 6 members", d.width, len(d.memberSpans()), tt.width)
 			}
 			checkSpans(t, v)
 			checkProjection(t, v, []string{"type", "pad", "id", "items", "é", "n", "missing"})
@@ -440,8 +440,8 @@ func TestDocSpansShareChunks(t *testing.T) {
 	}
 	for i, v := range values {
 		d := docs[i]
-		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && d.spans != nil {
-			t.Fatalf("value %d (%.40s): object %v, width %d, %d spans", i, v, d.object, d.width, len(d.spans))
+		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && (d.spans != nil || d.width != 0) {
+			t.Fatalf("value %d (%.40s): object %v, width %d, %d spans", i, v, d.object, d.width, len(d.memberSpans()))
 		}
 		if !d.object {
 			continue
