@@ -37,7 +37,7 @@ type jsonDoc struct {
 	parsed bool
 	// width is how the spans are recorded (see spanWidth); 0: they are not.
 	width  uint8
-	nspans uint32 // how many
+	nspans uint32 // how many uint16s spans holds
 	err    error  // valid but refused: a *DepthError or *NumberError (the record fails)
 	full   any    // the whole value, once parsed (parsed says so)
 	// spans are where an object's members are (see jsonscan.go), so the
