@@ -57,6 +57,7 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
 	var docs docAlloc
+	docs.docs.reserve(len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
 			return failed, stages.Permanent(err)
