@@ -101,6 +101,12 @@ func compareBatch() []stages.Record {
 // want records come out: ns/record and allocs/record are per input
 // record.
 func runChainBench(b *testing.B, in []stages.Record, want int, json, filter, mapOpts stages.Options) {
+	runChainBatches(b, in, len(in), want, json, filter, mapOpts)
+}
+
+// runChainBatches is runChainBench with in run through the chain batch
+// records at a time (a chain call each).
+func runChainBatches(b *testing.B, in []stages.Record, batch, want int, json, filter, mapOpts stages.Options) {
 	build := func(name string, opts stages.Options) process.NamedStage {
 		st, err := stagetest.Build(name, opts, stagetest.Env(nil, nil))
 		if err != nil {
@@ -112,15 +118,36 @@ func runChainBench(b *testing.B, in []stages.Record, want int, json, filter, map
 		build("json", json), build("filter", filter), build("map", mapOpts),
 	}}
 	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		out, err := chain.Run(ctx, in)
-		if err != nil || len(out) != want {
-			b.Fatalf("%d records out, %v; want %d", len(out), err, want)
+	run := func() {
+		n := 0
+		for i := 0; i < len(in); i += batch {
+			out, err := chain.Run(ctx, in[i:min(i+batch, len(in))])
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(out)
+		}
+		if n != want {
+			b.Fatalf("%d records out; want %d", n, want)
 		}
 	}
+	b.ReportAllocs()
+	for b.Loop() {
+		run()
+	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(in)), "ns/record")
-	b.ReportMetric(float64(testing.AllocsPerRun(1, func() { _, _ = chain.Run(ctx, in) }))/float64(len(in)), "allocs/record")
+	b.ReportMetric(float64(testing.AllocsPerRun(1, run))/float64(len(in)), "allocs/record")
+}
+
+// BenchmarkShopChainSmallBatches is BenchmarkShopChainBench with the
+// records in chain calls of 10, as many partitions at a moderate rate
+// give: what a call allocates at once is paid per 10 records.
+func BenchmarkShopChainSmallBatches(b *testing.B) {
+	in := compareBatch()
+	runChainBatches(b, in, 10, len(in)/4, stages.Options{},
+		stages.Options{"if": `json.type == "purchase"`},
+		stages.Options{"key": `json.user`,
+			"value": `toJSON({"order": json.id, "user": json.user, "product": json.product, "amount": json.price * json.qty, "currency": json.currency, "ts": json.ts})`})
 }
 
 // BenchmarkShopChainBench runs exactly the stage chain of

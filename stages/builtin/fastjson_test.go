@@ -66,20 +66,7 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
 		}
 		if s.object {
-			// The members scanJSONMembers records are those eachMember
-			// walks to.
-			var got []member
-			scanJSONMembers(b, &got)
-			var walked [][2]string
-			eachMember(b, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
-			if len(got) != len(walked) {
-				t.Fatalf("%.300q: %d members recorded, %d walked", b, len(got), len(walked))
-			}
-			for i, m := range got {
-				if r := [2]string{string(b[m.name:m.nameEnd]), string(b[m.value:m.end])}; r != walked[i] {
-					t.Fatalf("%.300q: member %d recorded as %q, walked %q", b, i, r, walked[i])
-				}
-			}
+			checkSpans(t, b)
 		}
 		if m, isObject := want.(map[string]any); isObject {
 			// The projection (fields decoded one by one, boxed from
@@ -107,4 +94,25 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 			t.Fatalf("%.300q: encoded differently:\nencoding/json %s\nsegmentio     %s", b, w, enc)
 		}
 	})
+}
+
+// checkSpans fails t if the members of obj (a valid JSON object) recorded
+// by scanJSONMembers, in either width, are not those eachMember walks to.
+func checkSpans(t interface{ Fatalf(string, ...any) }, obj []byte) {
+	var walked [][2]string
+	eachMember(obj, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
+	for width := max(1, spanWidth(len(obj))); width <= 2; width++ {
+		var spans []uint16
+		s := scanJSONMembers(obj, &spans, width)
+		if !s.valid || !s.object {
+			t.Fatalf("%.300q: scanned as valid %v, object %v", obj, s.valid, s.object)
+		}
+		d := jsonDoc{valid: true, object: true}
+		d.setSpans(spans, width)
+		var got [][2]string
+		d.eachMember(obj, func(name, raw []byte) { got = append(got, [2]string{string(name), string(raw)}) })
+		if !slices.Equal(got, walked) {
+			t.Fatalf("%.300q: width %d: members recorded as %q, walked %q", obj, width, got, walked)
+		}
+	}
 }

@@ -48,23 +48,23 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // before each record).
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, f.reads, len(in))
-	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if err := e.load(r); err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
 		v, err := e.run(f.cond)
 		if err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
 		keep, ok := v.(bool)
 		if !ok {
-			return stages.Permanent(&EvalError{Expr: f.cond.label,
+			return failed, stages.Permanent(&EvalError{Expr: f.cond.label,
 				Err: fmt.Errorf("result is %s, not a bool (write a comparison, e.g. json?.status == \"ok\")", typeName(v))})
 		}
 		if keep {
-			emit(*r)
+			return passed, nil
 		}
-		return nil
+		return dropped, nil
 	})
 }
 

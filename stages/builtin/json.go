@@ -59,12 +59,12 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
 	var docs docAlloc
-	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
+	docs.docs.reserve(len(in))
+	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
-		emit(*r)
-		return nil
+		return passed, nil
 	})
 }
 

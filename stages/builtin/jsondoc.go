@@ -2,9 +2,11 @@ package builtin
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/expr-lang/expr/ast"
 
@@ -32,27 +34,50 @@ import (
 
 // jsonDoc is what is known about one value as JSON.
 type jsonDoc struct {
-	valid  bool  // the value is JSON text
-	object bool  // valid, and a JSON object
-	err    error // valid but refused: a *DepthError or *NumberError (the record fails)
-	full   any   // the whole value, once parsed (parsed says so)
+	valid  bool // the value is JSON text
+	object bool // valid, and a JSON object
 	parsed bool
-	// members are where an object's members are (spans says they were
-	// recorded), so the stages that read fields do not walk it again.
-	members []member
-	spans   bool
+	// width is how the spans are recorded (see spanWidth); 0: they are not.
+	width  uint8
+	nspans uint32 // how many uint16s spans holds
+	err    error  // valid but refused: a *DepthError or *NumberError (the record fails)
+	full   any    // the whole value, once parsed (parsed says so)
+	// spans are where an object's members are (see jsonscan.go), so the
+	// stages that read fields do not walk it again: nspans uint16s (a
+	// pointer and a 32-bit count, not a slice: a doc is 48 bytes, not 64).
+	spans *uint16
 }
+
+// setSpans records s, of the width given, as the doc's spans, unless
+// there are more than a uint32 counts (never in practice).
+func (d *jsonDoc) setSpans(s []uint16, width int) {
+	if uint64(len(s)) <= math.MaxUint32 {
+		d.spans, d.nspans, d.width = unsafe.SliceData(s), uint32(len(s)), uint8(width)
+	}
+}
+
+// memberSpans returns the doc's spans.
+func (d *jsonDoc) memberSpans() []uint16 { return unsafe.Slice(d.spans, d.nspans) }
 
 // docAlloc is where the docs of one Process call come from: the docs
-// themselves, and the room their members are recorded in (a doc's
-// members are a slice of it no later doc writes to).
+// themselves, and the room their members are recorded in (a doc's spans
+// are a slice of it no later doc writes to, or, when more members than
+// the room left, an array of their own).
 type docAlloc struct {
-	docs    slab[jsonDoc]
-	members []member
+	docs  slab[jsonDoc]
+	spans []uint16
 }
 
-// membersChunk is how many members docAlloc makes room for at once.
-const membersChunk = 1024
+// spansFirst and spansChunk are how many uint16s docAlloc makes room for
+// at once, first and at most (each next chunk is twice as long, so a
+// small batch does not pay for room it never uses): 64 and 1024 members
+// of a value shorter than 64KiB. A chunk with less than spansLeft room
+// left (16 such members) is left for a new one.
+const (
+	spansFirst = 256
+	spansChunk = 4096
+	spansLeft  = 64
+)
 
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
@@ -63,17 +88,19 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 			return d
 		}
 	}
-	if cap(a.members)-len(a.members) < 64 {
-		a.members = make([]member, 0, membersChunk)
+	if cap(a.spans)-len(a.spans) < spansLeft {
+		a.spans = make([]uint16, 0, min(max(spansFirst, 2*cap(a.spans)), spansChunk))
 	}
-	start := len(a.members)
-	s := scanJSONMembers(v, &a.members)
+	room := cap(a.spans) - len(a.spans)
+	spans, width := a.spans[len(a.spans):], spanWidth(len(v))
+	s := scanJSONMembers(v, &spans, width) // beyond room: appended into an array of their own
 	d := a.docs.next()
 	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
-	if n := len(a.members); s.valid && s.object && uint64(len(v)) < 1<<32 {
-		d.members, d.spans = a.members[start:n:n], true
-	} else {
-		a.members = a.members[:start]
+	if n := len(spans); s.valid && s.object && width != 0 {
+		d.setSpans(spans[:n:n], width)
+		if n <= room {
+			a.spans = a.spans[:len(a.spans)+n]
+		}
 	}
 	cache.Put(v, d)
 	return d
@@ -227,14 +254,22 @@ func plainName(s string) bool {
 // eachMember is eachMember(v, fn) for v, the doc's value (an object),
 // from its recorded members if it has them.
 func (d *jsonDoc) eachMember(v []byte, fn func(name, raw []byte)) {
-	if !d.spans {
+	switch s := d.memberSpans(); d.width {
+	case 0:
 		eachMember(v, fn)
-		return
-	}
-	for _, m := range d.members {
-		fn(v[m.name:m.nameEnd], v[m.value:m.end])
+	case 1:
+		for ; len(s) >= 4; s = s[4:] {
+			fn(v[s[0]:s[1]], v[s[2]:s[3]])
+		}
+	default:
+		for ; len(s) >= 8; s = s[8:] {
+			fn(v[wide(s[0:2]):wide(s[2:4])], v[wide(s[4:6]):wide(s[6:8])])
+		}
 	}
 }
+
+// wide is the offset recorded in two uint16s (the low half first).
+func wide(s []uint16) int { return int(s[0]) | int(s[1])<<16 }
 
 // eachMember calls fn with the name (a string token, quotes included) and
 // the raw value of every member of obj, a valid JSON object, in order.

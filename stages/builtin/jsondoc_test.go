@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,8 +205,52 @@ func TestProjectionMatchesFullValue(t *testing.T) {
 		`{}`,
 		`[{"type":"array"}]`, `"type"`, `42`, `true`, `null`, // not objects: the full value
 		`{"type":`, ``, `{"type":"x"} trailing`, // not JSON: nil
+		sizedObject(1<<16 - 1),               // the longest value whose member offsets are one uint16 each
+		sizedObject(1 << 16),                 // exactly 64KiB: two uint16s each
+		sizedObject(1<<16 + 1),               // the last members past 64KiB
+		sizedObject(1<<16 + 1)[:1<<16] + "}", // not JSON, 64KiB
 	} {
 		checkProjection(t, []byte(v), fields)
+	}
+}
+
+// sizedObject returns a JSON object of exactly n bytes (at least 120)
+// whose members after the first two, a padding string, sit at its end.
+func sizedObject(n int) string {
+	head, tail := `{"type":"big","pad":"`, `","id":-7.5,"items":[1,{"type":"nested"}], "é" : null,"n":123456789}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+// TestMemberSpansWidth: a doc records its members' offsets in one uint16
+// each for a value shorter than 64KiB, in two from 64KiB on; either way
+// they are the members eachMember walks to, and the projection gives
+// what the full value holds.
+func TestMemberSpansWidth(t *testing.T) {
+	tests := []struct {
+		n     int
+		width uint8
+	}{
+		{200, 1},
+		{1<<16 - 2, 1},
+		{1<<16 - 1, 1},
+		{1 << 16, 2},
+		{1<<16 + 1, 2},
+		{1<<16 + 100, 2}, // every member but the first two past 64KiB
+		{1 << 18, 2},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.n), func(t *testing.T) {
+			v := []byte(sizedObject(tt.n))
+			if len(v) != tt.n {
+				t.Fatalf("sizedObject made %d bytes", len(v))
+			}
+			d := docFor(nil, new(docAlloc), v)
+			if d.width != tt.width || len(d.memberSpans()) != 6*4*int(tt.width) {
+				t.Fatalf("width %d, %d spans; want width %d, 6 members", d.width, len(d.memberSpans()), tt.width)
+			}
+			checkSpans(t, v)
+			checkProjection(t, v, []string{"type", "pad", "id", "items", "é", "n", "missing"})
+		})
 	}
 }
 
@@ -359,4 +404,53 @@ func fullValueOrNil(v string) any {
 		return nil
 	}
 	return x
+}
+
+// TestDocSpansShareChunks: the docs of one Process call record their
+// members in shared chunks, growing ones, an object with more members
+// than a chunk has room left getting an array of its own; values that
+// are not objects record nothing. However the sizes follow each other,
+// every doc keeps its own members: none is overwritten by a later one.
+func TestDocSpansShareChunks(t *testing.T) {
+	salt := 0 // makes each object's layout its own: overwritten spans show
+	obj := func(members int) []byte {
+		salt++
+		var b strings.Builder
+		b.WriteString(strings.Repeat(" ", salt%3) + "{")
+		for i := range members {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"%s%d":[%d]`, strings.Repeat("m", 1+salt%5), i, salt)
+		}
+		b.WriteString("}")
+		return []byte(b.String())
+	}
+	var values [][]byte
+	for _, n := range []int{0, 1, 15, 16, 17, 63, 64, 65, 300, 2, 1000, 3, 1, 70, 1100, 5} {
+		values = append(values, obj(n), []byte(`[1,2]`), []byte(`{"not":"json"`))
+	}
+	for range 200 { // many chunks
+		values = append(values, obj(13))
+	}
+	var a docAlloc
+	docs := make([]*jsonDoc, len(values))
+	for i, v := range values {
+		docs[i] = docFor(nil, &a, v)
+	}
+	for i, v := range values {
+		d := docs[i]
+		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && (d.spans != nil || d.width != 0) {
+			t.Fatalf("value %d (%.40s): object %v, width %d, %d spans", i, v, d.object, d.width, len(d.memberSpans()))
+		}
+		if !d.object {
+			continue
+		}
+		var got, walked [][2]string
+		d.eachMember(v, func(name, raw []byte) { got = append(got, [2]string{string(name), string(raw)}) })
+		eachMember(v, func(name, raw []byte) { walked = append(walked, [2]string{string(name), string(raw)}) })
+		if !slices.Equal(got, walked) {
+			t.Fatalf("value %d (%.40s): members recorded as %.200q, walked %.200q", i, v, got, walked)
+		}
+	}
 }

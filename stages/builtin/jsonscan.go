@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"math"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -52,19 +53,34 @@ type jsonScan struct {
 // array or object (no recursion, whatever the depth). A valid value is
 // read to its end even past MaxJSONDepth, so that a value too deep is
 // told apart from one that is not JSON at all.
-func scanJSON(v []byte) jsonScan { return scanJSONMembers(v, nil) }
+func scanJSON(v []byte) jsonScan { return scanJSONMembers(v, nil, 0) }
 
-// member is where one member of an object is in its bytes: the name
-// token (quotes included) is [name, nameEnd), the value [value, end).
-type member struct{ name, nameEnd, value, end uint32 }
+// Where the members of an object are in its bytes is recorded as four
+// offsets per member, in a []uint16: the name token (quotes included) is
+// [name, nameEnd), the value [value, end). For a value shorter than 64KiB
+// an offset is one uint16; up to 4GiB it is two (the low half first);
+// nothing is recorded for a longer value. Most values are short: a
+// member takes 8 bytes, not 16.
 
-// scanJSONMembers is scanJSON that also appends to *members (if members
-// is not nil) where each member of a top-level object is, in order; the
-// appended members are meaningful only if the value is valid, and only
-// for a value shorter than 4GiB (longer: nothing is appended).
-func scanJSONMembers(v []byte, members *[]member) jsonScan {
-	if uint64(len(v)) >= 1<<32 {
-		members = nil
+// spanWidth is how many uint16s an offset into a value of n bytes takes
+// (see above): 1, 2, or 0 for none.
+func spanWidth(n int) int {
+	switch {
+	case n <= math.MaxUint16:
+		return 1
+	case uint64(n) <= math.MaxUint32:
+		return 2
+	}
+	return 0
+}
+
+// scanJSONMembers is scanJSON that also appends to *spans (if spans is
+// not nil and width is not 0) where each member of a top-level object is,
+// in order, width uint16s per offset (width is spanWidth(len(v)) or
+// more); the appended offsets are meaningful only if the value is valid.
+func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
+	if width == 0 {
+		spans = nil
 	}
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
@@ -94,8 +110,8 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 				if i < 0 {
 					return jsonScan{}
 				}
-				if members != nil && len(stack) == 1 {
-					*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
+				if spans != nil && len(stack) == 1 {
+					*spans = appendMember(*spans, width, n, end, i)
 				}
 			}
 			continue
@@ -121,8 +137,12 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 		}
 		// After a value: close containers until one goes on.
 		for {
-			if members != nil && len(stack) == 1 && object {
-				(*members)[len(*members)-1].end = uint32(i) // a member's value ends
+			if spans != nil && len(stack) == 1 && object { // a member's value ends
+				if s := *spans; width == 1 {
+					s[len(s)-1] = uint16(i)
+				} else {
+					s[len(s)-2], s[len(s)-1] = uint16(i), uint16(i>>16)
+				}
 			}
 			i = skipSpace(v, i)
 			if len(stack) == 0 {
@@ -148,8 +168,8 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 					if i < 0 {
 						return jsonScan{}
 					}
-					if members != nil && len(stack) == 1 {
-						*members = append(*members, member{name: uint32(n), nameEnd: uint32(end), value: uint32(i)})
+					if spans != nil && len(stack) == 1 {
+						*spans = appendMember(*spans, width, n, end, i)
 					}
 				}
 				break
@@ -161,6 +181,16 @@ func scanJSONMembers(v []byte, members *[]member) jsonScan {
 			i++
 		}
 	}
+}
+
+// appendMember appends the offsets of a member, its end left 0 (set when
+// its value ends), width uint16s each.
+func appendMember(s []uint16, width, name, nameEnd, value int) []uint16 {
+	if width == 1 {
+		return append(s, uint16(name), uint16(nameEnd), uint16(value), 0)
+	}
+	return append(s, uint16(name), uint16(name>>16), uint16(nameEnd), uint16(nameEnd>>16),
+		uint16(value), uint16(value>>16), 0, 0)
 }
 
 // scanMemberName returns the index past the member name starting at

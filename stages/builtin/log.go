@@ -77,18 +77,17 @@ func newLog(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // is not interrupted).
 func (s *logStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	var line bytes.Buffer
-	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if (s.n.Add(1)-1)%s.every == 0 {
 			line.Reset()
 			s.format1(&line, r)
 			line.WriteByte('\n')
 			_, err := s.w.Write(line.Bytes())
 			if err != nil {
-				return err
+				return failed, err
 			}
 		}
-		emit(*r)
-		return nil
+		return passed, nil
 	})
 }
 

@@ -49,15 +49,15 @@ func newMap(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 // ended it returns ctx.Err() (checked before each record).
 func (m *mapStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, m.t.reads, len(in))
-	return eachRecord(ctx, in, func(r *stages.Record, emit func(stages.Record)) error {
+	return eachRecord(ctx, in, func(r *stages.Record, out *stages.Record) (outcome, error) {
 		if err := e.load(r); err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
-		out, err := m.t.apply(e, *r)
+		o, err := m.t.apply(e, *r)
 		if err != nil {
-			return stages.Permanent(err)
+			return failed, stages.Permanent(err)
 		}
-		emit(out)
-		return nil
+		*out = o
+		return replaced, nil
 	})
 }

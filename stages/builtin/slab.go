@@ -5,22 +5,41 @@ import "unsafe"
 // Allocation per record is the cost of the json-reading stages: a doc per
 // value, and every field an expression reads boxed into an any (a string
 // or a number in an interface is a heap allocation of its own). Both come
-// from slabs instead: chunks of slabChunk, taken by one Process call and
-// never written again once handed out, so one allocation serves many
-// records. An element keeps its whole chunk reachable; chunks are small,
-// and they belong to one chain call's records.
+// from slabs instead: chunks, taken by one Process call and never
+// written again once handed out, so one allocation serves many records.
+// A slab's first chunk is small and each next one twice as long, up to
+// slabChunk: a small batch does not pay for room it never uses. An
+// element keeps its whole chunk reachable; chunks are small, and they
+// belong to one chain call's records.
 
-// slabChunk is how many elements a slab allocates at once.
-const slabChunk = 128
+// slabFirst and slabChunk are how many elements a slab allocates at once:
+// first, and at most.
+const (
+	slabFirst = 8
+	slabChunk = 128
+)
 
-// slab hands out pointers to fresh zero Ts, allocating slabChunk at a
-// time. The zero slab is ready to use. Not safe for concurrent use.
-type slab[T any] struct{ free []T }
+// slab hands out pointers to fresh zero Ts, allocating a chunk at a time.
+// The zero slab is ready to use. Not safe for concurrent use.
+type slab[T any] struct {
+	free []T
+	size int // of the last chunk
+}
+
+// reserve makes the slab's next chunk n long (at most slabChunk), for a
+// caller about to take n, if the slab has nothing left.
+func (s *slab[T]) reserve(n int) {
+	if len(s.free) == 0 && n > 0 {
+		s.size = min(n, slabChunk)
+		s.free = make([]T, s.size)
+	}
+}
 
 // next returns a pointer to a zero T no one else holds.
 func (s *slab[T]) next() *T {
 	if len(s.free) == 0 {
-		s.free = make([]T, slabChunk)
+		s.size = min(max(slabFirst, 2*s.size), slabChunk)
+		s.free = make([]T, s.size)
 	}
 	p := &s.free[0]
 	s.free = s.free[1:]

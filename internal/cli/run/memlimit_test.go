@@ -19,7 +19,7 @@ func TestSetMemoryLimit(t *testing.T) {
 		gomemlim  string
 		wantLimit int64 // 0: none set
 	}{
-		{name: "buffer_bytes plus headroom", wantLimit: int64(64*pipeline.MiB + memoryHeadroom)},
+		{name: "twice buffer_bytes plus headroom", wantLimit: int64(2*64*pipeline.MiB + memoryHeadroom)},
 		{name: "the embedded broker's data lives in the process", embedded: true},
 		{name: "GOMEMLIMIT wins", gomemlim: "1GiB"},
 	}
