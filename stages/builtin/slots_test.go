@@ -96,76 +96,115 @@ func sumOf(n int) string {
 	return strings.Join(terms, " + ")
 }
 
-// TestSlottedMatchesAsWritten: the slotted form of an expression (1, 64
-// and 65 fields, let variables, closures, nested accesses) gives what
-// the expression as written gives over the whole value, results and
-// errors, record after record with one evaluator; and it loads no field
-// from the environment.
+// slottedExprs are expressions whose slotted forms are checked against
+// them as written: 1, 64 and 65 fields, let variables, closures, nested
+// accesses, an object encoded member by member.
+var slottedExprs = []string{
+	`json.f0`,
+	sumOf(64),
+	sumOf(65),
+	`let a = json.f0; let b = json?.f1; [a, b, json.f2]`,
+	`let a = 1; all(json.items, {let b = # + a; b > json.f0})`,
+	`json.f0 + json.f1`, // fails where they are not numbers
+	`json.f0.x ?? json?.f1?.y`,
+	`toJSON({"a": json.f0, "b": [json.f1, json.f0], "c": let x = json.f2; x})`,
+}
+
+// slottedCase runs one expression (and the programs it holds) with an
+// evaluator that projects and one that runs it as written.
+type slottedCase struct {
+	src        string
+	p          *program
+	fast, slow *evaluator
+}
+
+func newSlottedCase(t testing.TB, src string) *slottedCase {
+	p, err := compile("value", "value", src, false)
+	if err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	withEncoded(p, "value", src)
+	rd := readsOf(p)
+	if !rd.project || p.slotted == nil || p.layout != rd.layout {
+		t.Fatalf("%s: not bound to slots (project %v)", src, rd.project)
+	}
+	for _, q := range p.withParts(nil) {
+		if q.byField != nil && (q.slotted == nil || q.layout != rd.layout) {
+			t.Fatalf("%s: a part is not bound to the stage's slots", src)
+		}
+		if q.slotted != nil {
+			checkNoFieldLoads(t, src, q.slotted)
+		}
+	}
+	asWritten := *rd
+	asWritten.project = false
+	return &slottedCase{src: src, p: p,
+		fast: newEvaluator(context.Background(), rd, 0), slow: newEvaluator(context.Background(), &asWritten, 0)}
+}
+
+// check fails t if, over the value v, the slotted forms give another
+// result or error than the programs as written, or the record is not
+// projected though v is an object whose numbers are all holdable.
+func (c *slottedCase) check(t testing.TB, v []byte) {
+	r := stages.Record{Key: []byte("k"), Value: v}
+	fastLoad, slowLoad := c.fast.load(&r), c.slow.load(&r)
+	if fmt.Sprint(fastLoad) != fmt.Sprint(slowLoad) {
+		t.Fatalf("%s over %q: load %v, as written %v", c.src, v, fastLoad, slowLoad)
+	}
+	if fastLoad != nil {
+		return
+	}
+	if _, isObject := fullValueOrNil(string(v)).(map[string]any); c.fast.projected != isObject {
+		t.Fatalf("%s over %q: projected %v, object %v", c.src, v, c.fast.projected, isObject)
+	}
+	for _, q := range c.p.withParts(nil) {
+		fastOut, fastErr := c.fast.run(q)
+		slowOut, slowErr := c.slow.run(q)
+		if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
+			t.Fatalf("%s over %q:\nslotted    %#v, %v\nas written %#v, %v", c.src, v, fastOut, fastErr, slowOut, slowErr)
+		}
+	}
+}
+
+var slottedValues = []string{
+	`{"f0":1,"f1":2,"f2":3,"items":[2,3]}`,
+	`{"f1":"x"}`,
+	`{"f0":"a","f0":5,"f1":7,"items":[]}`, // duplicates: the last wins
+	`{"f\u0030":4,"f1":{"y":"n"},"items":[0]}`,
+	`{"f0":{"x":9},"f2":null}`,
+	`{"f0":[],"f1":{},"f2":""}`,
+	`{"f0":null,"f1":[null],"f2":-0.0}`,
+	`{}`, `[1]`, `"text"`, `not json`, `{"f0":1e400}`,
+}
+
+// TestSlottedMatchesAsWritten: the slotted forms give what the
+// expressions as written give over the whole value, results and errors,
+// record after record with one evaluator; and they load no field from
+// the environment.
 func TestSlottedMatchesAsWritten(t *testing.T) {
-	exprs := []string{
-		`json.f0`,
-		sumOf(64),
-		sumOf(65),
-		`let a = json.f0; let b = json?.f1; [a, b, json.f2]`,
-		`let a = 1; all(json.items, {let b = # + a; b > json.f0})`,
-		`json.f0 + json.f1`, // fails where they are not numbers
-		`json.f0.x ?? json?.f1?.y`,
-		`toJSON({"a": json.f0, "b": [json.f1, json.f0], "c": let x = json.f2; x})`,
-	}
-	values := []string{
-		`{"f0":1,"f1":2,"f2":3,"items":[2,3]}`,
-		`{"f1":"x"}`,
-		`{"f0":"a","f0":5,"f1":7,"items":[]}`, // duplicates: the last wins
-		`{"f\u0030":4,"f1":{"y":"n"},"items":[0]}`,
-		`{"f0":{"x":9},"f2":null}`,
-		`{"f0":[],"f1":{},"f2":""}`,
-		`{"f0":null,"f1":[null],"f2":-0.0}`,
-		`{}`, `[1]`, `"text"`, `not json`, `{"f0":1e400}`,
-	}
-	for _, src := range exprs {
-		p, err := compile("value", "value", src, false)
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		withEncoded(p, "value", src)
-		rd := readsOf(p)
-		if !rd.project || p.slotted == nil || p.layout != rd.layout {
-			t.Fatalf("%s: not bound to slots (project %v)", src, rd.project)
-		}
-		for _, q := range p.withParts(nil) {
-			if q.byField != nil && (q.slotted == nil || q.layout != rd.layout) {
-				t.Fatalf("%s: a part is not bound to the stage's slots", src)
-			}
-			if q.slotted != nil {
-				checkNoFieldLoads(t, src, q.slotted)
-			}
-		}
-		asWritten := *rd
-		asWritten.project = false
-		fast := newEvaluator(context.Background(), rd, 0)
-		slow := newEvaluator(context.Background(), &asWritten, 0)
-		for _, v := range values {
-			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
-			fastLoad, slowLoad := fast.load(&r), slow.load(&r)
-			if fmt.Sprint(fastLoad) != fmt.Sprint(slowLoad) {
-				t.Fatalf("%s over %s: load %v, as written %v", src, v, fastLoad, slowLoad)
-			}
-			if fastLoad != nil {
-				continue
-			}
-			_, isObject := fullValueOrNil(v).(map[string]any)
-			if fast.projected != isObject {
-				t.Errorf("%s over %s: projected %v, object %v", src, v, fast.projected, isObject)
-			}
-			for _, q := range p.withParts(nil) {
-				fastOut, fastErr := fast.run(q)
-				slowOut, slowErr := slow.run(q)
-				if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
-					t.Errorf("%s over %s:\nslotted    %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
-				}
-			}
+	for _, src := range slottedExprs {
+		c := newSlottedCase(t, src)
+		for _, v := range slottedValues {
+			c.check(t, []byte(v))
 		}
 	}
+}
+
+// FuzzSlottedMatchesAsWritten: over any value, the slotted forms give
+// what the expressions as written give.
+func FuzzSlottedMatchesAsWritten(f *testing.F) {
+	for _, v := range slottedValues {
+		f.Add([]byte(v))
+	}
+	var cases []*slottedCase
+	for _, src := range slottedExprs {
+		cases = append(cases, newSlottedCase(f, src))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		for _, c := range cases {
+			c.check(t, v)
+		}
+	})
 }
 
 // TestOneFieldReadWithoutVM: an expression that is one field read
@@ -196,7 +235,7 @@ func TestOneFieldReadWithoutVM(t *testing.T) {
 
 // checkNoFieldLoads fails t if prog loads a field's variable from the
 // environment map.
-func checkNoFieldLoads(t *testing.T, src string, prog *vm.Program) {
+func checkNoFieldLoads(t testing.TB, src string, prog *vm.Program) {
 	t.Helper()
 	for i, op := range prog.Bytecode {
 		if op != vm.OpLoadFast {
