@@ -204,16 +204,25 @@ type fieldSet struct {
 	// that decodes to one then starts with that name's first byte or
 	// with an escape, and is the name's bytes if it has no escape.
 	ascii bool
-	first [4]uint64 // bit c: a name starts with the byte c (if ascii)
+	// none[c]: a member name whose first byte is c is none of names
+	// (only if ascii: c is no name's first byte, nor a backslash).
+	none [256]bool
 }
 
 func newFieldSet(names []string) *fieldSet {
 	fs := &fieldSet{names: names, ascii: true}
 	for _, f := range names {
-		if !plainName(f) {
-			fs.ascii = false
-		} else if f != "" {
-			fs.first[f[0]>>6] |= 1 << (f[0] & 63)
+		fs.ascii = fs.ascii && plainName(f)
+	}
+	if !fs.ascii {
+		return fs
+	}
+	for c := range fs.none {
+		fs.none[c] = c != '\\' && c != '"' // '"': the empty name (its closing quote)
+	}
+	for _, f := range names {
+		if f != "" {
+			fs.none[f[0]] = false
 		}
 	}
 	return fs
@@ -222,13 +231,18 @@ func newFieldSet(names []string) *fieldSet {
 // index returns the index in fs.names of the member name (a JSON string
 // token, quotes included), or -1: fieldIndex(fs.names, name).
 func (fs *fieldSet) index(name []byte) int {
+	if fs.none[name[1]] {
+		return -1 // it decodes to a string starting with that byte (or, not ASCII, with one above 0x7f)
+	}
+	return fs.find(name)
+}
+
+// find is index, past the first byte.
+func (fs *fieldSet) find(name []byte) int {
 	if !fs.ascii {
 		return fieldIndex(fs.names, name)
 	}
 	inner := bytesString(name[1 : len(name)-1])
-	if len(inner) > 0 && inner[0] != '\\' && fs.first[inner[0]>>6]&(1<<(inner[0]&63)) == 0 {
-		return -1 // it decodes to a string starting with inner[0] (or, not ASCII, with a byte above 0x7f)
-	}
 	for i, f := range fs.names {
 		if f == inner {
 			return i
