@@ -518,30 +518,29 @@ func slotted(bp *vm.Program, l *slotLayout) *vm.Program {
 // of the batch, so the VMs' stacks and the environment are allocated once
 // per batch.
 type evaluator struct {
-	vm vm.VM // runs programs as written
-	// slotVM runs the slotted forms, if the reads project. Its variables
-	// hold, after the programs' own, the projected fields: slots (see
-	// slotLayout).
-	slotVM  *slotVM
-	slots   []any
+	vm      vm.VM   // runs programs as written
+	slots   *slotVM // if the reads project
 	env     map[string]any
 	headers map[string]any
 	reads   *reads
 	cache   *memo.Cache // the chain call's, if any
 	// projected: the loaded record's json fields are in slots, and the
-	// slotted forms run; doc and raw are its value's.
+	// slotted forms run.
 	projected bool
-	doc       *jsonDoc
-	raw       []byte
 	docs      docAlloc // for the docs it makes
 	box       boxer    // for the fields it projects
 }
 
-// slotVM is an evaluator's VM for the slotted forms, with room for the
-// variables of most (in the same allocation).
+// slotVM is an evaluator's VM for the slotted forms. Its variables hold,
+// after the programs' own, the projected fields of the loaded record:
+// fields (see slotLayout). It has room for the variables of most in the
+// same allocation.
 type slotVM struct {
 	vm.VM
-	room [8]any
+	fields []any
+	doc    *jsonDoc // of the record whose fields are projected
+	raw    []byte   // its value
+	room   [8]any
 }
 
 // newEvaluator returns an evaluator for programs that read rd; ctx is
@@ -553,13 +552,13 @@ func newEvaluator(ctx context.Context, rd *reads, n int) *evaluator {
 		e.cache.Reserve(n) // a doc per record, if no stage before made them
 	}
 	if l := rd.layout; rd.project && l != nil {
-		e.slotVM = new(slotVM)
-		if n := l.base + len(l.fields); n <= len(e.slotVM.room) {
-			e.slotVM.Variables = e.slotVM.room[:n]
+		s := new(slotVM)
+		if n := l.base + len(l.fields); n <= len(s.room) {
+			s.Variables = s.room[:n]
 		} else {
-			e.slotVM.Variables = make([]any, n)
+			s.Variables = make([]any, n)
 		}
-		e.slots = e.slotVM.Variables[l.base:]
+		s.fields, e.slots = s.Variables[l.base:], s
 	}
 	return e
 }
@@ -601,11 +600,11 @@ func (e *evaluator) load(r *stages.Record) error {
 			e.headers[h.Key] = nullable(h.Value)
 		}
 	}
-	e.projected, e.doc, e.raw = false, nil, nil
+	e.projected = false
 	if u&useJSON != 0 {
 		d := docFor(e.cache, &e.docs, r.Value)
-		if e.slots != nil && d.projectInto(r.Value, e.reads.layout.set, e.slots, &e.box) {
-			e.projected, e.doc, e.raw = true, d, r.Value
+		if s := e.slots; s != nil && d.projectInto(r.Value, e.reads.layout.set, s.fields, &e.box) {
+			e.projected, s.doc, s.raw = true, d, r.Value
 			return nil
 		}
 		v, err := d.value(r.Value)
@@ -625,13 +624,13 @@ func (e *evaluator) run(p *program) (any, error) {
 		out, err = e.vm.Run(p.prog, e.env)
 	case p.slotted != nil && p.layout == e.reads.layout:
 		if p.only >= 0 {
-			return e.slotVM.Variables[p.only], nil
+			return e.slots.Variables[p.only], nil
 		}
-		out, err = e.slotVM.Run(p.slotted, e.env)
+		out, err = e.slots.Run(p.slotted, e.env)
 	default:
 		// Not bound to these slots (not one of the stage's programs): as
 		// written, over the whole value.
-		v, verr := e.doc.value(e.raw)
+		v, verr := e.slots.doc.value(e.slots.raw)
 		if verr != nil {
 			return nil, verr
 		}
