@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fencepost-dev/fencepost/internal/memo"
@@ -41,9 +42,12 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 			return nil, err
 		}
 	}
-	for _, f := range req {
+	for i, f := range req {
 		if f == "" {
 			return nil, &stages.OptionError{Option: "require", Err: errors.New("empty field name")}
+		}
+		if slices.Contains(req[:i], f) {
+			return nil, &stages.OptionError{Option: "require", Err: fmt.Errorf("field %q is listed twice", f)}
 		}
 	}
 	req = append([]string(nil), req...)

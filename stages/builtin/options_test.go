@@ -36,6 +36,7 @@ func TestBadOptionsFailAtBuild(t *testing.T) {
 		{"produce", stages.Options{"topic": "out", "value": `nosuch`}, "value", "unknown name nosuch"},
 		{"produce", stages.Options{"topic": "out", "headers": map[string]string{"h": `[`}}, "headers", `headers["h"]`},
 		{"json", stages.Options{"require": []string{"id", ""}}, "require", "empty field name"},
+		{"json", stages.Options{"require": []string{"id", "user", "id"}}, "require", `field "id" is listed twice`},
 		{"log", stages.Options{"format": "xml"}, "format", `"xml" is not one of text, json, value`},
 		{"log", stages.Options{"every": 0}, "every", "at least 1"},
 		{"stdout", stages.Options{"every": -3}, "every", "at least 1"},
