@@ -58,7 +58,11 @@ func cluster(b *testing.B, partitions int) ([]string, string) {
 	// A name unique to this run: an external cluster may hold topics of
 	// earlier runs.
 	topic := fmt.Sprintf("bench-p%d-v%d-n%d-%d", partitions, *flagValueSize, *flagRecords, time.Now().UnixNano())
-	if err := load(clusterAddr, topic, partitions); err != nil {
+	value := make([]byte, *flagValueSize)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	if err := load(clusterAddr, topic, partitions, func(int64) []byte { return value }); err != nil {
 		b.Fatal(err)
 	}
 	loaded[partitions] = topic
@@ -85,7 +89,13 @@ func clusterAddrs(b *testing.B) []string {
 	return clusterAddr
 }
 
-func load(addrs []string, topic string, partitions int) error {
+// load creates topic with the given partitions and writes -records
+// records to it, uncompressed, record i (value(i)) to partition
+// i % partitions.
+func load(addrs []string, topic string, partitions int, value func(i int64) []byte) error {
+	if err := createTopic(addrs, topic, partitions); err != nil {
+		return err
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -94,20 +104,9 @@ func load(addrs []string, topic string, partitions int) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	value := make([]byte, *flagValueSize)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
 	var firstErr atomic.Value
-	for i := 0; i < *flagRecords; i++ {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: value},
+	for i := int64(0); i < int64(*flagRecords); i++ {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)), Value: value(i)},
 			func(_ *kgo.Record, err error) {
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
@@ -119,6 +118,25 @@ func load(addrs []string, topic string, partitions int) error {
 	}
 	if err, _ := firstErr.Load().(error); err != nil {
 		return err
+	}
+	return nil
+}
+
+// createTopic creates topic with the given partitions, replication 1.
+func createTopic(addrs []string, topic string, partitions int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return nil
 }

@@ -4,12 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/shopevents"
 	"github.com/fencepost-dev/fencepost/pipeline"
@@ -131,7 +127,7 @@ func shopTopic(b *testing.B, partitions int) ([]string, string) {
 	addrs := clusterAddrs(b)
 	shopOnce.Do(func() {
 		shopName = fmt.Sprintf("shop-p%d-n%d-%d", partitions, *flagRecords, time.Now().UnixNano())
-		shopErr = loadShop(addrs, shopName, partitions)
+		shopErr = load(addrs, shopName, partitions, shopevents.Value)
 	})
 	if shopErr != nil {
 		b.Fatal(shopErr)
@@ -144,51 +140,3 @@ var (
 	shopName string
 	shopErr  error
 )
-
-func createTopic(addrs []string, topic string, partitions int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		return fmt.Errorf("create topic %s: %w", topic, err)
-	}
-	return nil
-}
-
-func loadShop(addrs []string, topic string, partitions int) error {
-	if err := createTopic(addrs, topic, partitions); err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var firstErr atomic.Value
-	for i := int64(0); i < int64(*flagRecords); i++ {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)), Value: shopevents.Value(i)},
-			func(_ *kgo.Record, err error) {
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-			})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return err
-	}
-	if err, _ := firstErr.Load().(error); err != nil {
-		return err
-	}
-	return nil
-}
