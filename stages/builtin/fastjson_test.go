@@ -29,6 +29,12 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		`{"a":{"b":{"c":[{},[],""]}}, "a":2}`,
 		`1e400`, `{"a":1,}`, `01`, "\"\x01\"", ` 	{ } `, `tru`, `"\ud800"`,
 		`[1, 1.0, -0, 1E2, 9223372036854775807, -9223372036854775808, 9223372036854775808]`,
+		// objects, checked member by member (scanObject): nested values,
+		// white space everywhere, the first unholdable number in order,
+		// and what follows or breaks a member
+		` { "a" : { } , "b" : [ ] , "c" : [ 1 , { "d" : "e" } ] } `, `{"a":[1e400],"b":1e999}`, `{"a":1e999,"b":[1e400]}`,
+		`{"a":1} x`, `{"a":1}}`, `{"a":1,"b":}`, `{"a":01}`, `{"a":-}`, `{"a":nul}`, `{"a":"x}`, `{"a":1 "b":2}`, `{"a"}`, `{"a":}`,
+		`{"a":[}`, `{"a":{"b":1]}`, `{"":""}`, `{"a\"b":"c\u00e9"}`, `{}x`, `{`, `{"a":[1,2,]}`,
 		`"\ud83d\ude00\ud83d x\udc00\\u0041 \/"`, `-`, `1.`, `.5`, `1e`, `[1 2]`, `{"a" 1}`, `{1:2}`,
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `[[[`, `]`,
 		strings.Repeat(`{"a":[`, MaxJSONDepth/2) + "1" + strings.Repeat("]}", MaxJSONDepth/2),         // at the limit

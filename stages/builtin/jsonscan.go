@@ -82,21 +82,110 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 	if width == 0 {
 		spans = nil
 	}
+	i := skipSpace(v, 0)
+	if i < len(v) && v[i] == '{' {
+		return scanObject(v, i, spans, width)
+	}
+	end, depth, numErr := scanValue(v, i)
+	if end < 0 || skipSpace(v, end) != len(v) {
+		return jsonScan{}
+	}
+	return validScan(false, depth, numErr)
+}
+
+// validScan is what scanJSON says of a valid value nesting depth deep
+// whose first unholdable number, if any, gave numErr.
+func validScan(object bool, depth int, numErr error) jsonScan {
+	s := jsonScan{valid: true, object: object, err: numErr}
+	if depth > MaxJSONDepth {
+		s.err = &DepthError{Depth: depth, Limit: MaxJSONDepth}
+	}
+	return s
+}
+
+// scanObject checks the object starting at v[i] (its '{'), which must
+// end v but for white space, member by member: a member's scalar value
+// is checked in place, a nested one by scanValue. It appends each
+// member's offsets to *spans as scanJSONMembers says.
+func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
+	depth := 1
+	var numErr error
+	if i = skipSpace(v, i+1); i < len(v) && v[i] == '}' {
+		if skipSpace(v, i+1) != len(v) {
+			return jsonScan{}
+		}
+		return validScan(true, depth, nil)
+	}
+	for {
+		name := i
+		nameEnd, at := scanMemberName(v, i)
+		if at < 0 || at >= len(v) {
+			return jsonScan{}
+		}
+		var end int
+		switch c := v[at]; {
+		case c == '"':
+			end = scanString(v, at)
+		case c == '-' || c >= '0' && c <= '9':
+			end = scanNumber(v, at)
+			if end >= 0 && numErr == nil && !surelyHoldable(v[at:end]) {
+				_, _, _, numErr = classify(bytesString(v[at:end])) // not kept: errors copy it
+			}
+		case c == 't':
+			end = scanLiteral(v, at, "true")
+		case c == 'f':
+			end = scanLiteral(v, at, "false")
+		case c == 'n':
+			end = scanLiteral(v, at, "null")
+		default: // an array, an object, or not JSON
+			var d int
+			var ne error
+			if end, d, ne = scanValue(v, at); end >= 0 {
+				depth = max(depth, d+1)
+				if numErr == nil {
+					numErr = ne
+				}
+			}
+		}
+		if end < 0 {
+			return jsonScan{}
+		}
+		if spans != nil {
+			*spans = appendMember(*spans, width, name, nameEnd, at, end)
+		}
+		if i = skipSpace(v, end); i >= len(v) {
+			return jsonScan{}
+		}
+		if v[i] == ',' {
+			i = skipSpace(v, i+1)
+			continue
+		}
+		if v[i] != '}' || skipSpace(v, i+1) != len(v) {
+			return jsonScan{}
+		}
+		return validScan(true, depth, numErr)
+	}
+}
+
+// scanValue checks the value starting at v[i] in one pass, keeping a
+// stack of one byte per open array or object (no recursion, whatever the
+// depth), and returns the index just past it (-1 if it is not JSON), how
+// deeply it nests arrays and objects, and the *NumberError of its first
+// number no int or float64 holds. A valid value is read to its end even
+// past MaxJSONDepth, so that a value too deep is told apart from one
+// that is not JSON at all.
+func scanValue(v []byte, i int) (end, depth int, numErr error) {
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
-	maxDepth := 0
-	var numErr error
-	i := skipSpace(v, 0)
-	object := i < len(v) && v[i] == '{'
 	for {
 		// A value starts at v[i].
 		if i >= len(v) {
-			return jsonScan{}
+			return -1, 0, nil
 		}
 		switch c := v[i]; {
 		case c == '{' || c == '[':
 			stack = append(stack, c)
-			maxDepth = max(maxDepth, len(stack))
+			depth = max(depth, len(stack))
 			i = skipSpace(v, i+1)
 			if i < len(v) && v[i] == c+2 { // '}' or ']': empty
 				stack = stack[:len(stack)-1]
@@ -104,14 +193,8 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 				break
 			}
 			if c == '{' {
-				n := i
-				var end int
-				end, i = scanMemberName(v, i)
-				if i < 0 {
-					return jsonScan{}
-				}
-				if spans != nil && len(stack) == 1 {
-					*spans = appendMember(*spans, width, n, end, i)
+				if _, i = scanMemberName(v, i); i < 0 {
+					return -1, 0, nil
 				}
 			}
 			continue
@@ -130,52 +213,31 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 			}
 			i = j
 		default:
-			return jsonScan{}
+			return -1, 0, nil
 		}
 		if i < 0 {
-			return jsonScan{}
+			return -1, 0, nil
 		}
 		// After a value: close containers until one goes on.
 		for {
-			if spans != nil && len(stack) == 1 && object { // a member's value ends
-				if s := *spans; width == 1 {
-					s[len(s)-1] = uint16(i)
-				} else {
-					s[len(s)-2], s[len(s)-1] = uint16(i), uint16(i>>16)
-				}
-			}
-			i = skipSpace(v, i)
 			if len(stack) == 0 {
-				if i != len(v) {
-					return jsonScan{}
-				}
-				s := jsonScan{valid: true, object: object, err: numErr}
-				if maxDepth > MaxJSONDepth {
-					s.err = &DepthError{Depth: maxDepth, Limit: MaxJSONDepth}
-				}
-				return s
+				return i, depth, numErr
 			}
-			if i >= len(v) {
-				return jsonScan{}
+			if i = skipSpace(v, i); i >= len(v) {
+				return -1, 0, nil
 			}
 			open := stack[len(stack)-1]
 			if v[i] == ',' {
 				i = skipSpace(v, i+1)
 				if open == '{' {
-					n := i
-					var end int
-					end, i = scanMemberName(v, i)
-					if i < 0 {
-						return jsonScan{}
-					}
-					if spans != nil && len(stack) == 1 {
-						*spans = appendMember(*spans, width, n, end, i)
+					if _, i = scanMemberName(v, i); i < 0 {
+						return -1, 0, nil
 					}
 				}
 				break
 			}
 			if v[i] != open+2 {
-				return jsonScan{}
+				return -1, 0, nil
 			}
 			stack = stack[:len(stack)-1]
 			i++
@@ -183,14 +245,14 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 	}
 }
 
-// appendMember appends the offsets of a member, its end left 0 (set when
-// its value ends), width uint16s each.
-func appendMember(s []uint16, width, name, nameEnd, value int) []uint16 {
+// appendMember appends the offsets of a member (its name token, its
+// value and the value's end), width uint16s each.
+func appendMember(s []uint16, width, name, nameEnd, value, end int) []uint16 {
 	if width == 1 {
-		return append(s, uint16(name), uint16(nameEnd), uint16(value), 0)
+		return append(s, uint16(name), uint16(nameEnd), uint16(value), uint16(end))
 	}
 	return append(s, uint16(name), uint16(name>>16), uint16(nameEnd), uint16(nameEnd>>16),
-		uint16(value), uint16(value>>16), 0, 0)
+		uint16(value), uint16(value>>16), uint16(end), uint16(end>>16))
 }
 
 // scanMemberName returns the index past the member name starting at
