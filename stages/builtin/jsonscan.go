@@ -123,21 +123,7 @@ func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
 			return jsonScan{}
 		}
 		var end int
-		switch c := v[at]; {
-		case c == '"':
-			end = scanString(v, at)
-		case c == '-' || c >= '0' && c <= '9':
-			end = scanNumber(v, at)
-			if end >= 0 && numErr == nil && !surelyHoldable(v[at:end]) {
-				_, _, _, numErr = classify(bytesString(v[at:end])) // not kept: errors copy it
-			}
-		case c == 't':
-			end = scanLiteral(v, at, "true")
-		case c == 'f':
-			end = scanLiteral(v, at, "false")
-		case c == 'n':
-			end = scanLiteral(v, at, "null")
-		default: // an array, an object, or not JSON
+		if c := v[at]; c == '{' || c == '[' {
 			var d int
 			var ne error
 			if end, d, ne = scanValue(v, at); end >= 0 {
@@ -146,6 +132,8 @@ func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
 					numErr = ne
 				}
 			}
+		} else {
+			end = scanScalar(v, at, &numErr)
 		}
 		if end < 0 {
 			return jsonScan{}
@@ -165,6 +153,29 @@ func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
 		}
 		return validScan(true, depth, numErr)
 	}
+}
+
+// scanScalar returns the index past the string, number or literal
+// starting at v[i] (i < len(v)), or -1 if none starts there; a number no
+// int or float64 holds sets *numErr if it is nil.
+func scanScalar(v []byte, i int, numErr *error) int {
+	switch c := v[i]; {
+	case c == '"':
+		return scanString(v, i)
+	case c == '-' || c >= '0' && c <= '9':
+		j := scanNumber(v, i)
+		if j >= 0 && *numErr == nil && !surelyHoldable(v[i:j]) {
+			_, _, _, *numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
+		}
+		return j
+	case c == 't':
+		return scanLiteral(v, i, "true")
+	case c == 'f':
+		return scanLiteral(v, i, "false")
+	case c == 'n':
+		return scanLiteral(v, i, "null")
+	}
+	return -1
 }
 
 // scanValue checks the value starting at v[i] in one pass, keeping a
@@ -198,22 +209,8 @@ func scanValue(v []byte, i int) (end, depth int, numErr error) {
 				}
 			}
 			continue
-		case c == '"':
-			i = scanString(v, i)
-		case c == 't':
-			i = scanLiteral(v, i, "true")
-		case c == 'f':
-			i = scanLiteral(v, i, "false")
-		case c == 'n':
-			i = scanLiteral(v, i, "null")
-		case c == '-' || c >= '0' && c <= '9':
-			j := scanNumber(v, i)
-			if j >= 0 && numErr == nil && !surelyHoldable(v[i:j]) {
-				_, _, _, numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
-			}
-			i = j
 		default:
-			return -1, 0, nil
+			i = scanScalar(v, i, &numErr)
 		}
 		if i < 0 {
 			return -1, 0, nil
