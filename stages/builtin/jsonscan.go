@@ -108,19 +108,32 @@ func validScan(object bool, depth int, numErr error) jsonScan {
 // is checked in place, a nested one by scanValue. It appends each
 // member's offsets to *spans as scanJSONMembers says.
 func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
+	if spans == nil {
+		s, _ := scanObjectSpans(v, i, nil, 0)
+		return s
+	}
+	s, out := scanObjectSpans(v, i, *spans, width)
+	*spans = out
+	return s
+}
+
+// scanObjectSpans is scanObject appending to a slice it returns (with
+// width 0, to none): a slice stored through a pointer at every member
+// cost a write barrier each while the collector ran.
+func scanObjectSpans(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
 	depth := 1
 	var numErr error
 	if i = skipSpace(v, i+1); i < len(v) && v[i] == '}' {
 		if skipSpace(v, i+1) != len(v) {
-			return jsonScan{}
+			return jsonScan{}, spans
 		}
-		return validScan(true, depth, nil)
+		return validScan(true, depth, nil), spans
 	}
 	for {
 		name := i
 		nameEnd, at := scanMemberName(v, i)
 		if at < 0 || at >= len(v) {
-			return jsonScan{}
+			return jsonScan{}, spans
 		}
 		var end int
 		if c := v[at]; c == '{' || c == '[' {
@@ -136,22 +149,22 @@ func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
 			end = scanScalar(v, at, &numErr)
 		}
 		if end < 0 {
-			return jsonScan{}
+			return jsonScan{}, spans
 		}
-		if spans != nil {
-			*spans = appendMember(*spans, width, name, nameEnd, at, end)
+		if width != 0 {
+			spans = appendMember(spans, width, name, nameEnd, at, end)
 		}
 		if i = skipSpace(v, end); i >= len(v) {
-			return jsonScan{}
+			return jsonScan{}, spans
 		}
 		if v[i] == ',' {
 			i = skipSpace(v, i+1)
 			continue
 		}
 		if v[i] != '}' || skipSpace(v, i+1) != len(v) {
-			return jsonScan{}
+			return jsonScan{}, spans
 		}
-		return validScan(true, depth, numErr)
+		return validScan(true, depth, numErr), spans
 	}
 }
 
