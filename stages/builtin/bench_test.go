@@ -46,6 +46,7 @@ func BenchmarkFilter(b *testing.B) {
 		{"key", `key == "user-3"`},
 		{"header", `headers["tenant"] == "a"`},
 		{"json", `json?.status == "paid" && json?.amount > 100`},
+		{"json-equals", `json.status == "paid"`}, // from the field's bytes (fieldEquals)
 	} {
 		b.Run(c.name, func(b *testing.B) { benchStage(b, "filter", stages.Options{"if": c.cond}) })
 	}

@@ -1,8 +1,6 @@
 package process
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/fencepost-dev/fencepost/stages"
@@ -25,34 +23,49 @@ func stageRun(stage string, in, out []stages.Record, failedAt, deadLettered int,
 }
 
 // withoutOutput counts the records of in whose source offset no record of
-// out carries. Stages usually keep offset order, which makes this one
-// merge pass; otherwise the offsets of out go through a set.
+// out carries. A stage that passes every record often returns in itself
+// (nothing is without output); stages usually keep offset order, which
+// makes this one merge pass; otherwise the offsets of out go through a
+// set.
 func withoutOutput(in, out []stages.Record) int {
 	if len(out) == 0 {
 		return len(in)
 	}
-	byOffset := func(a, b stages.Record) int { return cmp.Compare(a.Offset, b.Offset) }
-	if slices.IsSortedFunc(in, byOffset) && slices.IsSortedFunc(out, byOffset) {
+	if len(in) > 0 && len(out) >= len(in) && &out[0] == &in[0] {
+		return 0 // out starts with in's own records
+	}
+	if sortedByOffset(in) && sortedByOffset(out) {
 		n, j := 0, 0
-		for _, r := range in {
-			for j < len(out) && out[j].Offset < r.Offset {
+		for i := range in {
+			for j < len(out) && out[j].Offset < in[i].Offset {
 				j++
 			}
-			if j == len(out) || out[j].Offset != r.Offset {
+			if j == len(out) || out[j].Offset != in[i].Offset {
 				n++
 			}
 		}
 		return n
 	}
 	have := make(map[int64]struct{}, len(out))
-	for _, r := range out {
-		have[r.Offset] = struct{}{}
+	for i := range out {
+		have[out[i].Offset] = struct{}{}
 	}
 	n := 0
-	for _, r := range in {
-		if _, ok := have[r.Offset]; !ok {
+	for i := range in {
+		if _, ok := have[in[i].Offset]; !ok {
 			n++
 		}
 	}
 	return n
+}
+
+// sortedByOffset reports whether rs is in offset order (without copying
+// a record per comparison, as a comparison function taking values does).
+func sortedByOffset(rs []stages.Record) bool {
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Offset < rs[i-1].Offset {
+			return false
+		}
+	}
+	return true
 }

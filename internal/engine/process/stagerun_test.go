@@ -2,8 +2,11 @@ package process
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -84,4 +87,40 @@ func TestChainReportsStageRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWithoutOutputProperty: withoutOutput counts, for any input and
+// output (in or out of offset order, duplicates, an output that is the
+// input itself or starts with it, a prefix of it), the input records
+// whose offset no output record carries.
+func TestWithoutOutputProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		offsets := rapid.SliceOfN(rapid.Int64Range(0, 20), 0, 30).Draw(t, "in")
+		in := make([]stages.Record, len(offsets))
+		for i, o := range offsets {
+			in[i] = stages.Record{Offset: o}
+		}
+		var out []stages.Record
+		switch shape := rapid.IntRange(0, 3).Draw(t, "shape"); shape {
+		case 0: // the input itself
+			out = in
+		case 1: // a prefix of the input, sharing its memory
+			out = in[:rapid.IntRange(0, len(in)).Draw(t, "prefix")]
+		case 2: // the input's memory, then more records after it
+			out = append(in[:len(in):len(in)], stages.Record{Offset: rapid.Int64Range(0, 20).Draw(t, "extra")})
+		default: // records of its own
+			for _, o := range rapid.SliceOfN(rapid.Int64Range(0, 20), 0, 30).Draw(t, "out") {
+				out = append(out, stages.Record{Offset: o})
+			}
+		}
+		want := 0
+		for _, r := range in {
+			if !slices.ContainsFunc(out, func(o stages.Record) bool { return o.Offset == r.Offset }) {
+				want++
+			}
+		}
+		if got := withoutOutput(in, out); got != want {
+			t.Fatalf("withoutOutput(%v, %d records) = %d, want %d", offsets, len(out), got, want)
+		}
+	})
 }
