@@ -115,6 +115,10 @@ type program struct {
 	// with constant keys ({"a": x, "b": y}): its members are written
 	// one by one, without the map the literal builds.
 	object *objectEncoding
+	// equals is set on a condition that is json.<field> == "constant"
+	// (either side): it is answered from the member's bytes (see
+	// fieldEquals).
+	equals *fieldEquals
 }
 
 // fieldVar is the variable that stands for json.<field> in a program's
@@ -214,6 +218,9 @@ func compile(option, label, src string, wantBool bool, extra ...expr.Option) (*p
 		return nil, &stages.OptionError{Option: option, Err: err}
 	}
 	prog := &program{label: label, prog: p, uses: u.u}
+	if wantBool {
+		prog.equals = fieldEqualsOf(prog)
+	}
 	if fields, ok := jsonFields(p.Node()); ok && u.u&useAll != useAll { // $env: the whole value
 		prog.fields = fields
 		if fields != nil {

@@ -50,12 +50,9 @@ func (f *fieldEquals) test(d *jsonDoc, v []byte) (keep, ok bool) {
 			raw = value // the last one wins
 		}
 	})
-	if len(raw) < 2 || raw[0] != '"' {
+	if len(raw) == 0 || raw[0] != '"' {
 		return false, true // absent, or not a string
 	}
-	if inner := raw[1 : len(raw)-1]; plainName(bytesString(inner)) {
-		return bytesString(inner) == f.want, true // no escape, only ASCII: the string is its bytes
-	}
-	dec := decoder{b: raw}
+	dec := decoder{b: raw} // the bytes themselves unless escaped or not UTF-8
 	return dec.str() == f.want, true
 }

@@ -33,7 +33,7 @@ func TestFieldEqualsRecognized(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.src, err)
 		}
-		eq := fieldEqualsOf(p)
+		eq := p.equals
 		switch {
 		case tc.field == "" && eq != nil:
 			t.Errorf("%s: recognized as %q == %q, want not", tc.src, eq.name.names[0], eq.want)
@@ -88,11 +88,12 @@ func checkFieldEquals(t testing.TB, src string, v []byte) {
 		t.Fatalf("%s: %v", src, err)
 	}
 	fast := s.(*filter)
-	if fast.eq == nil {
+	if fast.cond.equals == nil {
 		t.Fatalf("%s: not recognized", src)
 	}
-	slow := *fast
-	slow.eq = nil
+	cond := *fast.cond
+	cond.equals = nil
+	slow := filter{cond: &cond, reads: fast.reads}
 	if got, want := outcomeOf(t, fast, v), outcomeOf(t, &slow, v); got != want {
 		t.Fatalf("%s over %q: %s from the raw bytes, %s as written", src, v, got, want)
 	}

@@ -28,7 +28,6 @@ func init() {
 type filter struct {
 	cond  *program
 	reads *reads
-	eq    *fieldEquals // cond, if it is json.<field> == "constant"
 }
 
 func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
@@ -40,7 +39,7 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &filter{cond: p, reads: readsOf(p), eq: fieldEqualsOf(p)}, nil
+	return &filter{cond: p, reads: readsOf(p)}, nil
 }
 
 // Process returns the records the condition holds for, sharing them with
@@ -50,8 +49,8 @@ func newFilter(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, f.reads, len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
-		if f.eq != nil {
-			if keep, ok := f.eq.test(docFor(e.cache, &e.docs, r.Value), r.Value); ok {
+		if eq := f.cond.equals; eq != nil {
+			if keep, ok := eq.test(docFor(e.cache, &e.docs, r.Value), r.Value); ok {
 				if keep {
 					return passed, nil
 				}

@@ -84,7 +84,15 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 	}
 	i := skipSpace(v, 0)
 	if i < len(v) && v[i] == '{' {
-		return scanObject(v, i, spans, width)
+		if spans == nil {
+			s, _ := scanObject(v, i, nil, 0)
+			return s
+		}
+		// Stored once: a slice stored through spans at every member
+		// cost a write barrier each while the collector ran.
+		s, out := scanObject(v, i, *spans, width)
+		*spans = out
+		return s
 	}
 	end, depth, numErr := scanValue(v, i)
 	if end < 0 || skipSpace(v, end) != len(v) {
@@ -106,21 +114,9 @@ func validScan(object bool, depth int, numErr error) jsonScan {
 // scanObject checks the object starting at v[i] (its '{'), which must
 // end v but for white space, member by member: a member's scalar value
 // is checked in place, a nested one by scanValue. It appends each
-// member's offsets to *spans as scanJSONMembers says.
-func scanObject(v []byte, i int, spans *[]uint16, width int) jsonScan {
-	if spans == nil {
-		s, _ := scanObjectSpans(v, i, nil, 0)
-		return s
-	}
-	s, out := scanObjectSpans(v, i, *spans, width)
-	*spans = out
-	return s
-}
-
-// scanObjectSpans is scanObject appending to a slice it returns (with
-// width 0, to none): a slice stored through a pointer at every member
-// cost a write barrier each while the collector ran.
-func scanObjectSpans(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
+// member's offsets to spans as scanJSONMembers says (none with width 0)
+// and returns the slice.
+func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
 	depth := 1
 	var numErr error
 	if i = skipSpace(v, i+1); i < len(v) && v[i] == '}' {
