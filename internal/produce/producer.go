@@ -410,6 +410,9 @@ func HashPartition(key []byte, n int) int32 {
 func (c *call) acquire(ctx context.Context) error {
 	start := 0
 	for _, part := range c.touched {
+		if ctx.Err() != nil { // select below picks at random when both are ready
+			return context.Cause(ctx)
+		}
 		st := c.p.partitionState(c.topic, part)
 		select {
 		case st.token <- struct{}{}:
@@ -516,6 +519,12 @@ func (c *call) send(ctx context.Context, records []stages.Record) error {
 	for {
 		active := c.active()
 		if len(active) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			// ended before this round: nothing of it goes out, so a
+			// chunk not sent before stays unwritten (see mayHaveWritten)
+			c.failAll(active, context.Cause(ctx))
 			break
 		}
 		if err := c.p.ensureIdentity(ctx); err != nil { // renewed after a reset
