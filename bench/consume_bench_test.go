@@ -26,12 +26,17 @@ import (
 //
 //	go test ./bench -run '^$' -bench ConsumePartitions -args -partitions 64 -value-size 1000
 var (
-	flagBrokers    = flag.String("brokers", "", "bootstrap `addresses` of a running cluster (for example one started with `processor broker --brokers 3`); empty starts one in-process broker")
-	flagInProcess  = flag.Int("inprocess-brokers", 1, "brokers of the in-process cluster, when -brokers is empty")
-	flagPartitions = flag.String("partitions", "4,64,512", "comma-separated partition counts for BenchmarkConsumePartitions")
-	flagRecords    = flag.Int("records", 1_000_000, "records in each benchmark topic")
-	flagValueSize  = flag.Int("value-size", 100, "bytes of each record's value")
+	flagBrokers     = flag.String("brokers", "", "bootstrap `addresses` of a running cluster (for example one started with `processor broker --brokers 3`); empty starts one in-process broker")
+	flagInProcess   = flag.Int("inprocess-brokers", 1, "brokers of the in-process cluster, when -brokers is empty")
+	flagPartitions  = flag.String("partitions", "4,64,512", "comma-separated partition counts for BenchmarkConsumePartitions")
+	flagRecords     = flag.Int("records", 1_000_000, "records in each benchmark topic")
+	flagValueSize   = flag.Int("value-size", 100, "bytes of each record's value")
+	flagBufferBytes pipeline.ByteSize // consumer.buffer_bytes of the fencepost runs (0: the default)
 )
+
+func init() {
+	flag.TextVar(&flagBufferBytes, "buffer-bytes", pipeline.ByteSize(0), "consumer.buffer_bytes of the fencepost consumers of BenchmarkConsumePartitions (`size`, 16MiB...; 0: the default)")
+}
 
 var (
 	clusterOnce sync.Once
@@ -254,7 +259,7 @@ func consume(b *testing.B, partitions int, withReader bool) {
 					p, err := pipeline.New(pipeline.Config{
 						Kafka: pipeline.KafkaConfig{Brokers: addrs},
 						Consumer: pipeline.ConsumerConfig{Group: group("fencepost"), Topics: []string{topic},
-							CommitInterval: time.Second, FetchConcurrency: fetchers},
+							CommitInterval: time.Second, FetchConcurrency: fetchers, BufferBytes: flagBufferBytes},
 					}, pipeline.WithStage("count", stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
 						seen(len(in))
 						return in, nil

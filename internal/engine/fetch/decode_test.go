@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -261,14 +262,17 @@ func TestDecodeProperty(t *testing.T) {
 			tb := testBatch{base: offset, codec: int16(rapid.IntRange(0, 4).Draw(rt, "codec")), xerial: rapid.Bool().Draw(rt, "xerial"),
 				first: 1_700_000_000_000}
 			for range rapid.IntRange(1, 20).Draw(rt, "records") {
-				offset += int64(rapid.IntRange(1, 3).Draw(rt, "gap")) // compaction leaves gaps
+				// gaps (compaction) and timestamps far enough apart for
+				// varints of one to four bytes
+				offset += int64(rapid.SampledFrom([]int{1, 2, 3, 70, 9000}).Draw(rt, "gap"))
 				r := stages.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: offset,
-					Timestamp: time.UnixMilli(tb.first + int64(rapid.IntRange(-1000, 1000).Draw(rt, "ts")))}
+					Timestamp: time.UnixMilli(tb.first + int64(rapid.IntRange(-1000, 1000).Draw(rt, "ts"))*
+						int64(rapid.SampledFrom([]int{1, 50, 3000}).Draw(rt, "ts scale")))}
 				if rapid.Bool().Draw(rt, "has key") {
 					r.Key = rapid.SliceOfN(rapid.Byte(), 0, 40).Draw(rt, "key")
 				}
 				if rapid.IntRange(0, 9).Draw(rt, "value kind") > 0 {
-					r.Value = rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(rt, "value")
+					r.Value = rapid.SliceOfN(rapid.Byte(), 0, rapid.SampledFrom([]int{30, 300, 9000}).Draw(rt, "value max")).Draw(rt, "value")
 				}
 				for range rapid.IntRange(0, 3).Draw(rt, "headers") {
 					r.Headers = append(r.Headers, stages.Header{Key: rapid.StringN(0, 10, -1).Draw(rt, "hkey"),
@@ -295,6 +299,37 @@ func TestDecodeProperty(t *testing.T) {
 		sameRecords(rt, got, from)
 		if next != want[len(want)-1].Offset+1 {
 			rt.Fatalf("next %d, want %d", next, want[len(want)-1].Offset+1)
+		}
+	})
+}
+
+// FuzzZigzagMatchesVarint: the record decoder's varint reader (one and
+// two bytes inline) reads what encoding/binary's Varint reads, at any
+// index of any bytes, and fails where it fails.
+func FuzzZigzagMatchesVarint(f *testing.F) {
+	for _, v := range []int64{0, -1, 1, 63, -64, 64, 100, -8192, 8191, 8192, 1 << 40, math.MinInt64, math.MaxInt64} {
+		f.Add(binary.AppendVarint([]byte{0xff}, v), 1)
+	}
+	f.Add([]byte{0x80, 0x80}, 0)
+	f.Add([]byte{0x80, 0x00}, 0) // not minimal: binary.Varint reads it
+	f.Fuzz(func(t *testing.T, b []byte, i int) {
+		i = min(max(i, -1), len(b)+1)
+		v, next := zigzag(b, i)
+		if i < 0 || i >= len(b) {
+			if next != -1 {
+				t.Fatalf("zigzag(%x, %d) = %d, %d: want a failure", b, i, v, next)
+			}
+			return
+		}
+		want, n := binary.Varint(b[i:])
+		if n <= 0 {
+			if next != -1 {
+				t.Fatalf("zigzag(%x, %d) = %d, %d: binary.Varint fails (%d)", b, i, v, next, n)
+			}
+			return
+		}
+		if v != want || next != i+n {
+			t.Fatalf("zigzag(%x, %d) = %d, %d: want %d, %d", b, i, v, next, want, i+n)
 		}
 	})
 }

@@ -105,6 +105,42 @@ type Stream struct {
 	f      *Fetcher
 	broker int32
 	conn   *kafkawire.Conn
+	// perWire is what the records fetched take in memory per byte of
+	// the response they came from, averaged over recent fetches; 0
+	// until a fetch kept records.
+	perWire float64
+}
+
+// wireMaxBytes is the response size to ask for so that its records fill
+// memory bytes of memory: a request's MaxBytes counts wire bytes, the
+// budget counts memory, and small records take about twice their wire
+// size once decoded. Asking for memory bytes of wire would bring records
+// that do not fit: they are read, allocated and dropped, to be fetched
+// again. It asks a tenth less than the estimate: a broker returns whole
+// batches up to MaxBytes, and a batch the room cuts short is read again
+// whole by the next fetch. It never asks for more wire bytes than memory
+// (what the stream asks before it has learned anything), so an estimate
+// off in either direction costs a smaller fetch or a dropped tail, never
+// memory.
+func (s *Stream) wireMaxBytes(memory int32) int32 {
+	if s.perWire <= 1 {
+		return memory
+	}
+	return max(1, int32(0.9*float64(memory)/s.perWire))
+}
+
+// learn notes that a response's kept records took memory bytes and came
+// from wire bytes of it.
+func (s *Stream) learn(memory, wire int64) {
+	if memory <= 0 || wire <= 0 {
+		return
+	}
+	sample := float64(memory) / float64(wire)
+	if s.perWire == 0 {
+		s.perWire = sample
+		return
+	}
+	s.perWire = (s.perWire + sample) / 2 // records change: recent fetches weigh most
 }
 
 // Close closes the stream's connection.
@@ -147,7 +183,7 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 	resp := kmsg.NewPtrFetchResponse()
 	conn, err := s.connect(ctx)
 	if err == nil {
-		if err = conn.Request(ctx, s.f.request(b), resp); err != nil {
+		if err = conn.Request(ctx, s.f.request(b, s.wireMaxBytes(b.MaxBytes())), resp); err != nil {
 			s.Close()
 		}
 	}
@@ -198,20 +234,22 @@ func (s *Stream) Fetch(ctx context.Context, b offsets.FetchRequest) *Result {
 			res.Partitions[i] = PartitionResult{Outcome: OK, LogStart: -1, HighWatermark: -1, Next: b.At(i).Position.Offset(), LastLeaderEpoch: -1}
 		}
 	}
+	s.learn(int64(b.MaxBytes())-room.left, room.wire)
 	return res
 }
 
 // request builds the wire request: a full fetch (no fetch session) of
 // every entry, each with the leader epoch the metadata gave its leader
 // (KIP-320: a broker with another epoch answers FENCED_LEADER_EPOCH or
-// UNKNOWN_LEADER_EPOCH instead of records).
-func (f *Fetcher) request(b offsets.FetchRequest) *kmsg.FetchRequest {
+// UNKNOWN_LEADER_EPOCH instead of records), asking for at most maxBytes
+// of response.
+func (f *Fetcher) request(b offsets.FetchRequest, maxBytes int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = fetchVersion
 	req.ReplicaID = -1
 	req.MaxWaitMillis = int32(f.cfg.MaxWait / time.Millisecond)
 	req.MinBytes = f.cfg.MinBytes
-	req.MaxBytes = b.MaxBytes()
+	req.MaxBytes = maxBytes
 	req.SessionID = 0
 	req.SessionEpoch = -1 // no fetch session
 	if f.cfg.ReadCommitted {
@@ -281,6 +319,10 @@ func (f *Fetcher) decode(b offsets.FetchRequest, i int, p *kmsg.FetchResponseTop
 type room struct {
 	left int64
 	kept bool // some record of the response was kept
+	// wire is the response bytes the kept records came from: with what
+	// they take in memory, the stream learns how many wire bytes to ask
+	// for (see Stream.wireMaxBytes).
+	wire int64
 }
 
 // controlAbort is the control record type of a transaction abort marker.

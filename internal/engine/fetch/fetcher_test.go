@@ -3,7 +3,9 @@ package fetch_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,5 +296,69 @@ func TestFetchDeliversGoodBatchesBeforeCorrupt(t *testing.T) {
 	}
 	if p1.Outcome != fetch.OK || p1.Batch == nil || len(p1.Batch.Records()) != 3 || p1.Next != 3 {
 		t.Fatalf("partition 1: %v %v next %d, want its 3 records", p1.Outcome, p1.Err, p1.Next)
+	}
+}
+
+// TestFetchAsksWireBytesForTheMemory: a request's MaxBytes counts wire
+// bytes, the room counts memory, and small records take more decoded
+// (their Record) than on the wire. The first fetch, knowing nothing, asks for
+// the room in wire bytes (and drops what does not fit); the next ones
+// ask for what fills the room, so they keep as many records as the
+// first while reading fewer bytes.
+func TestFetchAsksWireBytesForTheMemory(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "w", 1)
+	// values (and keys: the same) of 100 random bytes
+	rng := rand.New(rand.NewPCG(1, 2))
+	if err := c.ProduceE("w", 0, 5000, 10, func(int) []byte {
+		v := make([]byte, 100)
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		return v
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitHW(t, c, "w", 0, 5000)
+	var mu sync.Mutex
+	var asked []int32
+	c.Intercept(t, kmsg.Fetch, func(_ int32, req kmsg.Request) kafkatest.Action {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, req.(*kmsg.FetchRequest).MaxBytes)
+		return kafkatest.Action{}
+	})
+	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
+	tp := offsetstore.TopicPartition{Topic: "w", Partition: 0}
+	const room = 256 << 10 // about 80 batches of 10 records
+	var kept []int
+	next := int64(0)
+	for range 4 {
+		pos, _ := offsets.NewPosition(next, 1, 1)
+		pr := f.Fetch(context.Background(), offsets.NewFetchRequest(0, 0, 1, room, []offsets.FetchEntry{{Partition: tp, Position: pos, LeaderEpoch: -1}})).Partitions[0]
+		if pr.Outcome != fetch.OK || pr.Batch == nil {
+			t.Fatalf("fetch from %d: %v %v", next, pr.Outcome, pr.Err)
+		}
+		if pr.Bytes > room {
+			t.Fatalf("fetch from %d kept %d bytes of records, room %d", next, pr.Bytes, room)
+		}
+		kept = append(kept, len(pr.Batch.Records()))
+		next = pr.Next
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 4 || asked[0] != room {
+		t.Fatalf("asked for %v bytes, want 4 fetches, the first for the room (%d)", asked, room)
+	}
+	for i := 1; i < 4; i++ {
+		// key and value of 100 bytes: 328 bytes in memory; on the wire
+		// about 210, or half that where the producer's compression
+		// finds that the key repeats the value
+		if asked[i] > room*3/4 || asked[i] < room/5 {
+			t.Fatalf("fetch %d asked for %d bytes (all: %v), want the room's records' wire size (the room is %d)", i, asked[i], asked, room)
+		}
+		if kept[i] < kept[0]*3/4 {
+			t.Fatalf("fetch %d kept %d records (all: %v), want about as many as the first", i, kept[i], kept)
+		}
 	}
 }
