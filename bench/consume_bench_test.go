@@ -31,11 +31,11 @@ var (
 	flagPartitions  = flag.String("partitions", "4,64,512", "comma-separated partition counts for BenchmarkConsumePartitions")
 	flagRecords     = flag.Int("records", 1_000_000, "records in each benchmark topic")
 	flagValueSize   = flag.Int("value-size", 100, "bytes of each record's value")
-	flagBufferBytes pipeline.ByteSize // consumer.buffer_bytes of the fencepost runs (0: the default)
+	flagBufferBytes pipeline.ByteSize // consumer.buffer_bytes of fencepost's pipelines (0: the default)
 )
 
 func init() {
-	flag.TextVar(&flagBufferBytes, "buffer-bytes", pipeline.ByteSize(0), "consumer.buffer_bytes of the fencepost consumers of BenchmarkConsumePartitions (`size`, 16MiB...; 0: the default)")
+	flag.TextVar(&flagBufferBytes, "buffer-bytes", pipeline.ByteSize(0), "consumer.buffer_bytes of fencepost's pipelines (`size`, 16MiB...; 0: the default); processor run sets GOMEMLIMIT from it, set it to match")
 }
 
 var (

@@ -41,7 +41,7 @@ func runShopPipeline(ctx context.Context, b *testing.B, addrs []string, topic st
 	output := group("purchases")
 	cfg := pipeline.Config{
 		Kafka:     pipeline.KafkaConfig{Brokers: addrs},
-		Consumer:  pipeline.ConsumerConfig{Group: group("shop"), Topics: []string{topic}},
+		Consumer:  pipeline.ConsumerConfig{Group: group("shop"), Topics: []string{topic}, BufferBytes: flagBufferBytes},
 		Guarantee: g,
 	}
 	if err := createTopic(addrs, output, 4); err != nil {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // FuzzFastJSONAgreesWithStd: the stages read JSON with their own reader
@@ -121,4 +124,40 @@ func checkSpans(t interface{ Fatalf(string, ...any) }, obj []byte) {
 			t.Fatalf("%.300q: width %d: members recorded as %q, walked %q", obj, width, got, walked)
 		}
 	}
+}
+
+// FuzzAppendJSONScalars: the scalars appendJSON writes itself (strings,
+// ints, float64s, bools, nil) come out as encoding/json writes them
+// without HTML escaping, and as segmentio/encoding/json (which writes
+// everything else) does; NaN and infinities fail in both.
+func FuzzAppendJSONScalars(f *testing.F) {
+	f.Add("purchase", int64(42), 12.5, true)
+	f.Add("<a&b>", int64(-1), 1e-7, false)
+	f.Add("tab\there \"q\" \\ \x7f \u00e9 \u2028 \xff", int64(math.MinInt64), 1e21, false)
+	f.Add("", int64(0), math.Copysign(0, -1), false)
+	f.Add("x", int64(math.MaxInt64), 123456789e300, true)
+	f.Add("y", int64(7), 0.000001, true)
+	f.Add("z", int64(7), math.NaN(), true)
+	f.Fuzz(func(t *testing.T, s string, i int64, x float64, b bool) {
+		for _, v := range []any{s, i, int(i), x, b, nil} {
+			got, err := appendJSON([]byte("prefix"), v)
+			seg, segErr := fastjson.Append(nil, v, fastjson.SortMapKeys)
+			if (err != nil) != (segErr != nil) {
+				t.Fatalf("%#v: error %v, segmentio's %v", v, err, segErr)
+			}
+			if err != nil {
+				continue
+			}
+			var std bytes.Buffer
+			se := json.NewEncoder(&std)
+			se.SetEscapeHTML(false)
+			if err := se.Encode(v); err != nil {
+				t.Fatalf("%#v: encoding/json fails (%v), appendJSON wrote %s", v, err, got)
+			}
+			want := bytes.TrimSuffix(std.Bytes(), []byte("\n"))
+			if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) || !bytes.Equal(seg, want) {
+				t.Fatalf("%#v: appendJSON wrote %s, segmentio %s, encoding/json %s", v, got, seg, want)
+			}
+		}
+	})
 }
