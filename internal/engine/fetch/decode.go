@@ -211,8 +211,13 @@ func (d *partitionDecoder) batch(h *batchHeader, b []byte) error {
 		if n := len(saved.headers); n < len(d.headers) && cap(d.headers) == cap(saved.headers) {
 			clear(d.headers[n:]) // the same slab: forget this batch's headers
 		}
+		// The records before the batch stay in the array they are in
+		// now: one that grew during the batch holds them too, and the
+		// one before it has this batch's records past first (the slots
+		// the next record is decoded into must be zero).
+		recs := d.recs[:first]
 		*d = saved
-		d.recs = d.recs[:first]
+		d.recs = recs
 		*d.room = savedRoom
 		return err
 	}
