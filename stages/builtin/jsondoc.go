@@ -207,6 +207,12 @@ type fieldSet struct {
 	// none[c]: a member name whose first byte is c is none of names
 	// (only if ascii: c is no name's first byte, nor a backslash).
 	none [256]bool
+	// byFirst, if ascii, is the indices of the non-empty names grouped
+	// by first byte, each group in order: those starting with c are
+	// byFirst[from[c]:from[c+1]]. A member name is compared with them
+	// only.
+	byFirst []int32
+	from    [257]int32
 }
 
 func newFieldSet(names []string) *fieldSet {
@@ -223,6 +229,23 @@ func newFieldSet(names []string) *fieldSet {
 	for _, f := range names {
 		if f != "" {
 			fs.none[f[0]] = false
+		}
+	}
+	var count [256]int32
+	for _, f := range names {
+		if f != "" {
+			count[f[0]]++
+		}
+	}
+	for c := range 256 {
+		fs.from[c+1] = fs.from[c] + count[c]
+	}
+	fs.byFirst = make([]int32, fs.from[256])
+	next := fs.from
+	for i, f := range names {
+		if f != "" {
+			fs.byFirst[next[f[0]]] = int32(i)
+			next[f[0]]++
 		}
 	}
 	return fs
@@ -243,9 +266,20 @@ func (fs *fieldSet) find(name []byte) int {
 		return fieldIndex(fs.names, name)
 	}
 	inner := bytesString(name[1 : len(name)-1])
-	for i, f := range fs.names {
-		if f == inner {
-			return i
+	if len(inner) > 0 && inner[0] != '\\' {
+		// it decodes to a string starting with inner[0] (or with a
+		// byte above 0x7f, which no name starts with)
+		c := inner[0]
+		for _, i := range fs.byFirst[fs.from[c]:fs.from[c+1]] {
+			if fs.names[i] == inner {
+				return int(i)
+			}
+		}
+	} else {
+		for i, f := range fs.names {
+			if f == inner {
+				return i
+			}
 		}
 	}
 	if strings.IndexByte(inner, '\\') < 0 {
