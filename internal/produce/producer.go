@@ -242,6 +242,13 @@ func (p *Producer) produce(ctx context.Context, topic string, records []stages.R
 	if err := c.acquire(ctx); err != nil {
 		return false, err
 	}
+	// Nothing of a call goes out once its context has ended (acquire's
+	// select takes a free token as readily as it sees ctx done): the
+	// requests below would be refused unsent, yet count as maybe written
+	// (addPartitions, mayHaveWritten) and fail the transaction.
+	if err := context.Cause(ctx); err != nil {
+		return false, err
+	}
 	if err := p.ensureIdentity(ctx); err != nil {
 		return false, destinationError(ctx, err)
 	}
@@ -410,9 +417,6 @@ func HashPartition(key []byte, n int) int32 {
 func (c *call) acquire(ctx context.Context) error {
 	start := 0
 	for _, part := range c.touched {
-		if ctx.Err() != nil { // select below picks at random when both are ready
-			return context.Cause(ctx)
-		}
 		st := c.p.partitionState(c.topic, part)
 		select {
 		case st.token <- struct{}{}:
@@ -519,12 +523,6 @@ func (c *call) send(ctx context.Context, records []stages.Record) error {
 	for {
 		active := c.active()
 		if len(active) == 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			// ended before this round: nothing of it goes out, so a
-			// chunk not sent before stays unwritten (see mayHaveWritten)
-			c.failAll(active, context.Cause(ctx))
 			break
 		}
 		if err := c.p.ensureIdentity(ctx); err != nil { // renewed after a reset
