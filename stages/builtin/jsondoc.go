@@ -204,13 +204,10 @@ type fieldSet struct {
 	// that decodes to one then starts with that name's first byte or
 	// with an escape, and is the name's bytes if it has no escape.
 	ascii bool
-	// none[c]: a member name whose first byte is c is none of names
-	// (only if ascii: c is no name's first byte, nor a backslash).
-	none [256]bool
 	// byFirst, if ascii, is the indices of the non-empty names grouped
 	// by first byte, each group in order: those starting with c are
 	// byFirst[from[c]:from[c+1]]. A member name is compared with them
-	// only.
+	// only, and with none if there are none.
 	byFirst []int32
 	from    [257]int32
 }
@@ -223,22 +220,13 @@ func newFieldSet(names []string) *fieldSet {
 	if !fs.ascii {
 		return fs
 	}
-	for c := range fs.none {
-		fs.none[c] = c != '\\' && c != '"' // '"': the empty name (its closing quote)
-	}
 	for _, f := range names {
 		if f != "" {
-			fs.none[f[0]] = false
-		}
-	}
-	var count [256]int32
-	for _, f := range names {
-		if f != "" {
-			count[f[0]]++
+			fs.from[int(f[0])+1]++
 		}
 	}
 	for c := range 256 {
-		fs.from[c+1] = fs.from[c] + count[c]
+		fs.from[c+1] += fs.from[c]
 	}
 	fs.byFirst = make([]int32, fs.from[256])
 	next := fs.from
@@ -254,23 +242,19 @@ func newFieldSet(names []string) *fieldSet {
 // index returns the index in fs.names of the member name (a JSON string
 // token, quotes included), or -1: fieldIndex(fs.names, name).
 func (fs *fieldSet) index(name []byte) int {
-	if fs.none[name[1]] {
-		return -1 // it decodes to a string starting with that byte (or, not ASCII, with one above 0x7f)
-	}
-	return fs.find(name)
-}
-
-// find is index, past the first byte.
-func (fs *fieldSet) find(name []byte) int {
 	if !fs.ascii {
 		return fieldIndex(fs.names, name)
 	}
 	inner := bytesString(name[1 : len(name)-1])
 	if len(inner) > 0 && inner[0] != '\\' {
-		// it decodes to a string starting with inner[0] (or with a
-		// byte above 0x7f, which no name starts with)
-		c := inner[0]
-		for _, i := range fs.byFirst[fs.from[c]:fs.from[c+1]] {
+		// it decodes to a string starting with inner[0] (or, not
+		// ASCII, with a byte above 0x7f, which no name starts with)
+		c := int(inner[0])
+		candidates := fs.byFirst[fs.from[c]:fs.from[c+1]]
+		if len(candidates) == 0 {
+			return -1
+		}
+		for _, i := range candidates {
 			if fs.names[i] == inner {
 				return int(i)
 			}
