@@ -1,8 +1,10 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -116,6 +118,10 @@ func validScan(object bool, depth int, numErr error) jsonScan {
 // is checked in place, a nested one by scanValue. It appends each
 // member's offsets to spans as scanJSONMembers says (none with width 0)
 // and returns the slice.
+//
+// Most objects are flat and written without white space, their names
+// and strings plain: those tokens are read here in one loop each
+// (unescapedString, plainNumber), anything else by the general functions.
 func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
 	depth := 1
 	var numErr error
@@ -127,12 +133,36 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 	}
 	for {
 		name := i
-		nameEnd, at := scanMemberName(v, i)
-		if at < 0 || at >= len(v) {
+		if i >= len(v) || v[i] != '"' {
+			return jsonScan{}, spans
+		}
+		nameEnd := unescapedString(v, i)
+		if nameEnd < 0 {
+			if nameEnd = scanString(v, i); nameEnd < 0 {
+				return jsonScan{}, spans
+			}
+		}
+		at := nameEnd
+		if at < len(v) && v[at] == ':' {
+			at++
+		} else if at = skipSpace(v, at); at < len(v) && v[at] == ':' {
+			at++
+		} else {
+			return jsonScan{}, spans
+		}
+		if at < len(v) && isSpace(v[at]) {
+			at = skipSpace(v, at)
+		}
+		if at >= len(v) {
 			return jsonScan{}, spans
 		}
 		var end int
-		if c := v[at]; c == '{' || c == '[' {
+		switch c := v[at]; {
+		case c == '"':
+			if end = unescapedString(v, at); end < 0 {
+				end = scanString(v, at)
+			}
+		case c == '{' || c == '[':
 			var d int
 			var ne error
 			if end, d, ne = scanValue(v, at); end >= 0 {
@@ -141,14 +171,23 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 					numErr = ne
 				}
 			}
-		} else {
-			end = scanScalar(v, at, &numErr)
+		default:
+			if end = plainNumber(v, at); end < 0 {
+				end = scanScalar(v, at, &numErr)
+			}
 		}
 		if end < 0 {
 			return jsonScan{}, spans
 		}
 		if width != 0 {
 			spans = appendMember(spans, width, name, nameEnd, at, end)
+		}
+		if end < len(v) && v[end] == ',' {
+			i = end + 1
+			if i < len(v) && isSpace(v[i]) {
+				i = skipSpace(v, i)
+			}
+			continue
 		}
 		if i = skipSpace(v, end); i >= len(v) {
 			return jsonScan{}, spans
@@ -163,6 +202,99 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 		return validScan(true, depth, numErr), spans
 	}
 }
+
+// inString[c] reports that byte c goes on a string token as itself: it
+// neither ends the string ('"'), starts an escape ('\\') nor is refused
+// (below 0x20).
+var inString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// unescapedString returns the index past the string token starting at
+// v[i] (a quote) if it has no escape, or -1: then scanString has to tell.
+// It reads eight bytes at a time while eight are left (most strings in
+// records end within the first eight), then byte by byte.
+func unescapedString(v []byte, i int) int {
+	for i++; i+8 <= len(v); i += 8 {
+		if m := stopBytes(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return stringEnd(v, i+bits.TrailingZeros64(m)/8)
+		}
+	}
+	for ; i < len(v); i++ {
+		if !inString[v[i]] {
+			return stringEnd(v, i)
+		}
+	}
+	return -1
+}
+
+// stringEnd is what unescapedString returns when v[i] is the first byte
+// of the string that inString refuses: past the string if it is its
+// quote, else -1.
+func stringEnd(v []byte, i int) int {
+	if v[i] == '"' {
+		return i + 1
+	}
+	return -1
+}
+
+// stopBytes returns, for eight bytes w of a string (the first in the low
+// byte), a word whose lowest set bit is the high bit of the first byte
+// inString refuses (a quote, a backslash, or a byte below 0x20), or 0 if
+// there is none. Bits above the lowest may be set for bytes that are not
+// such: only the lowest means anything. (Each term is the usual "some
+// byte is zero / less than n" test, which is exact for the lowest byte.)
+func stopBytes(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ (ones * '"')
+	backslash := w ^ (ones * '\\')
+	return ((quote-ones) & ^quote | (backslash-ones) & ^backslash | (w-ones*0x20) & ^w) & highs
+}
+
+// plainNumber returns the index past the number starting at v[i] if it
+// is one that surely fits (see surelyHoldable) in the two common forms,
+// a whole number of at most 18 digits or a fraction without exponent,
+// or -1: then scanScalar has to tell (other forms, not a number, or an
+// exponent).
+func plainNumber(v []byte, i int) int {
+	start := i
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	digits := i
+	switch {
+	case i >= len(v):
+		return -1
+	case v[i] == '0':
+		i++
+	case v[i] >= '1' && v[i] <= '9':
+		for i++; i < len(v) && isDigit(v[i]); i++ {
+		}
+	default:
+		return -1
+	}
+	if i < len(v) && v[i] == '.' {
+		frac := i + 1
+		for i = frac; i < len(v) && isDigit(v[i]); i++ {
+		}
+		if i == frac || i-start >= 300 {
+			return -1
+		}
+	} else if i-digits > 18 {
+		return -1
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		return -1
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // scanScalar returns the index past the string, number or literal
 // starting at v[i] (i < len(v)), or -1 if none starts there; a number no
@@ -307,6 +439,14 @@ func surelyHoldable(lit []byte) bool {
 // quote), or -1 if it is not one. Bytes that are not UTF-8 are accepted,
 // as encoding/json does (decoding replaces them).
 func scanString(v []byte, i int) int {
+	if end := unescapedString(v, i); end >= 0 {
+		return end
+	}
+	return escapedString(v, i)
+}
+
+// escapedString is scanString byte by byte, escapes checked.
+func escapedString(v []byte, i int) int {
 	for i++; i < len(v); i++ {
 		switch c := v[i]; {
 		case c == '"':

@@ -1,7 +1,9 @@
 package builtin
 
 import (
+	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fencepost-dev/fencepost/internal/shopevents"
@@ -38,4 +40,41 @@ func BenchmarkScanJSON(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzScanFastPathsMatchGeneral holds the object check's fast paths to
+// the general scanners at any position of any bytes: unescapedString
+// either declines (-1) or ends the string where scanString's byte loop
+// does, and declines only for a string with an escape or none at all;
+// plainNumber either declines or ends the number where scanNumber does,
+// for a number surelyHoldable accepts.
+func FuzzScanFastPathsMatchGeneral(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"abcdefghijk"`, `"abcdefg\"x"`, `"a\u0041"`, "\"ab\x01c\"", `"héllo wörld, longer"`,
+		`12`, `-0.5`, `1234567890123456789`, `123456789012345678`, `1e5`, `0.1E2`, `01`, `-`, `1.`, `"` + strings.Repeat("x", 17) + `"`} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, v []byte, at uint8) {
+		i := int(at)
+		if i >= len(v) {
+			return
+		}
+		if v[i] == '"' {
+			got, want := unescapedString(v, i), escapedString(v, i)
+			switch {
+			case got >= 0 && got != want:
+				t.Fatalf("unescapedString(%q, %d) = %d; the byte loop ends the string at %d", v, i, got, want)
+			case got < 0 && want >= 0 && !bytes.Contains(v[i+1:want], []byte{'\\'}):
+				t.Fatalf("unescapedString(%q, %d) declined a string without escape ending at %d", v, i, want)
+			}
+			if s := scanString(v, i); s != want {
+				t.Fatalf("scanString(%q, %d) = %d; the byte loop says %d", v, i, s, want)
+			}
+		}
+		if got := plainNumber(v, i); got >= 0 {
+			want := scanNumber(v, i)
+			if got != want || !surelyHoldable(v[i:got]) {
+				t.Fatalf("plainNumber(%q, %d) = %d; scanNumber says %d, surelyHoldable %v", v, i, got, want, want >= 0 && surelyHoldable(v[i:want]))
+			}
+		}
+	})
 }
