@@ -45,11 +45,19 @@ func (f *fieldEquals) test(d *jsonDoc, v []byte) (keep, ok bool) {
 		return false, false
 	}
 	var raw []byte
-	d.eachMember(v, func(name, value []byte) {
-		if f.name.index(name) == 0 {
-			raw = value // the last one wins
+	if fs := f.name; d.narrowPlain(fs) {
+		for s := d.memberSpans(); len(s) >= 4; s = s[4:] {
+			if bytesString(v[s[0]:s[1]]) == fs.tokens[0] {
+				raw = v[s[2]:s[3]] // the last one wins
+			}
 		}
-	})
+	} else {
+		d.eachMember(v, func(name, value []byte) {
+			if f.name.index(name) == 0 {
+				raw = value // the last one wins
+			}
+		})
+	}
 	if len(raw) == 0 || raw[0] != '"' {
 		return false, true // absent, or not a string
 	}

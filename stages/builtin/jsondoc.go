@@ -37,6 +37,8 @@ type jsonDoc struct {
 	valid  bool // the value is JSON text
 	object bool // valid, and a JSON object
 	parsed bool
+	// escapedNames: a member name holds an escape (see jsonScan).
+	escapedNames bool
 	// width is how the spans are recorded (see spanWidth); 0: they are not.
 	width  uint8
 	nspans uint32 // how many uint16s spans holds
@@ -95,7 +97,7 @@ func docFor(cache *memo.Cache, a *docAlloc, v []byte) *jsonDoc {
 	spans, width := a.spans[len(a.spans):], spanWidth(len(v))
 	s := scanJSONMembers(v, &spans, width) // beyond room: appended into an array of their own
 	d := a.docs.next()
-	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err}
+	*d = jsonDoc{valid: s.valid, object: s.object, err: s.err, escapedNames: s.escapedNames}
 	if n := len(spans); s.valid && s.object && width != 0 {
 		d.setSpans(spans[:n:n], width)
 		if n <= room {
@@ -141,6 +143,14 @@ func (d *jsonDoc) projectInto(v []byte, fs *fieldSet, slots []any, bx *boxer) bo
 		return true
 	}
 	clear(slots) // an absent field is nil
+	if d.narrowPlain(fs) {
+		for s := d.memberSpans(); len(s) >= 4; s = s[4:] {
+			if i := fs.plainIndex(v[s[0]:s[1]]); i >= 0 {
+				slots[i] = decodeMember(v[s[2]:s[3]], bx)
+			}
+		}
+		return true
+	}
 	d.eachMember(v, func(name, raw []byte) {
 		if i := fs.index(name); i >= 0 {
 			slots[i] = decodeMember(raw, bx)
@@ -210,6 +220,8 @@ type fieldSet struct {
 	// only, and with none if there are none.
 	byFirst []int32
 	from    [257]int32
+	// tokens, if ascii, are the names as JSON string tokens (quoted).
+	tokens []string
 }
 
 func newFieldSet(names []string) *fieldSet {
@@ -227,6 +239,10 @@ func newFieldSet(names []string) *fieldSet {
 	}
 	for c := range 256 {
 		fs.from[c+1] += fs.from[c]
+	}
+	fs.tokens = make([]string, len(names))
+	for i, f := range names {
+		fs.tokens[i] = `"` + f + `"`
 	}
 	fs.byFirst = make([]int32, fs.from[256])
 	next := fs.from
@@ -272,6 +288,21 @@ func (fs *fieldSet) index(name []byte) int {
 	return fieldIndex(fs.names, name)
 }
 
+// plainIndex is index for a member name without escape, fs.ascii: the
+// name matches the first name in fs whose token has its bytes.
+func (fs *fieldSet) plainIndex(name []byte) int {
+	if len(name) < 3 { // "": an empty name, if fs holds one
+		return fs.index(name)
+	}
+	c := name[1]
+	for _, i := range fs.byFirst[fs.from[c]:fs.from[c+1]] {
+		if fs.tokens[i] == bytesString(name) {
+			return int(i)
+		}
+	}
+	return -1
+}
+
 // plainName reports whether s, the inside of a JSON string token, is
 // what it decodes to: no escape, only ASCII.
 func plainName(s string) bool {
@@ -281,6 +312,15 @@ func plainName(s string) bool {
 		}
 	}
 	return true
+}
+
+// narrowPlain reports that the doc's members are recorded one uint16 per
+// offset (a value shorter than 64KiB) and that none of their names has
+// an escape, while fs's names are plain: a member's name is then one of
+// fs's exactly when its bytes are that name's token (fs.plainIndex).
+// Callers walk the spans themselves then, without a call per member.
+func (d *jsonDoc) narrowPlain(fs *fieldSet) bool {
+	return d.width == 1 && !d.escapedNames && fs.ascii
 }
 
 // eachMember is eachMember(v, fn) for v, the doc's value (an object),

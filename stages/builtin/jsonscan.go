@@ -49,6 +49,10 @@ type jsonScan struct {
 	valid  bool  // JSON text
 	object bool  // valid, and a JSON object
 	err    error // valid but refused: a *DepthError, else the first *NumberError
+	// escapedNames: an object with a member name holding an escape
+	// (without one, a name decodes to its bytes or to a string that is
+	// not ASCII).
+	escapedNames bool
 }
 
 // scanJSON checks v in one pass, keeping a stack of one byte per open
@@ -125,6 +129,7 @@ func validScan(object bool, depth int, numErr error) jsonScan {
 func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
 	depth := 1
 	var numErr error
+	escapedNames := false
 	if i = skipSpace(v, i+1); i < len(v) && v[i] == '}' {
 		if skipSpace(v, i+1) != len(v) {
 			return jsonScan{}, spans
@@ -138,9 +143,10 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 		}
 		nameEnd := unescapedString(v, i)
 		if nameEnd < 0 {
-			if nameEnd = scanString(v, i); nameEnd < 0 {
+			if nameEnd = escapedString(v, i); nameEnd < 0 {
 				return jsonScan{}, spans
 			}
+			escapedNames = true
 		}
 		at := nameEnd
 		if at < len(v) && v[at] == ':' {
@@ -199,7 +205,9 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 		if v[i] != '}' || skipSpace(v, i+1) != len(v) {
 			return jsonScan{}, spans
 		}
-		return validScan(true, depth, numErr), spans
+		s := validScan(true, depth, numErr)
+		s.escapedNames = escapedNames
+		return s, spans
 	}
 }
 
