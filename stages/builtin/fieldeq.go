@@ -47,7 +47,7 @@ func (f *fieldEquals) test(d *jsonDoc, v []byte) (keep, ok bool) {
 	var raw []byte
 	if fs := f.name; d.narrowPlain(fs) {
 		for s := d.memberSpans(); len(s) >= 4; s = s[4:] {
-			if bytesString(v[s[0]:s[1]]) == fs.tokens[0] {
+			if fs.tokens[0].is(v, int(s[0]), int(s[1])) {
 				raw = v[s[2]:s[3]] // the last one wins
 			}
 		}

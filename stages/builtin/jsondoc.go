@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"slices"
@@ -145,7 +146,7 @@ func (d *jsonDoc) projectInto(v []byte, fs *fieldSet, slots []any, bx *boxer) bo
 	clear(slots) // an absent field is nil
 	if d.narrowPlain(fs) {
 		for s := d.memberSpans(); len(s) >= 4; s = s[4:] {
-			if i := fs.plainIndex(v[s[0]:s[1]]); i >= 0 {
+			if i := fs.plainIndex(v, int(s[0]), int(s[1])); i >= 0 {
 				slots[i] = decodeMember(v[s[2]:s[3]], bx)
 			}
 		}
@@ -221,7 +222,7 @@ type fieldSet struct {
 	byFirst []int32
 	from    [257]int32
 	// tokens, if ascii, are the names as JSON string tokens (quoted).
-	tokens []string
+	tokens []nameToken
 }
 
 func newFieldSet(names []string) *fieldSet {
@@ -240,9 +241,9 @@ func newFieldSet(names []string) *fieldSet {
 	for c := range 256 {
 		fs.from[c+1] += fs.from[c]
 	}
-	fs.tokens = make([]string, len(names))
+	fs.tokens = make([]nameToken, len(names))
 	for i, f := range names {
-		fs.tokens[i] = `"` + f + `"`
+		fs.tokens[i] = newNameToken(`"` + f + `"`)
 	}
 	fs.byFirst = make([]int32, fs.from[256])
 	next := fs.from
@@ -288,19 +289,51 @@ func (fs *fieldSet) index(name []byte) int {
 	return fieldIndex(fs.names, name)
 }
 
-// plainIndex is index for a member name without escape, fs.ascii: the
-// name matches the first name in fs whose token has its bytes.
-func (fs *fieldSet) plainIndex(name []byte) int {
-	if len(name) < 3 { // "": an empty name, if fs holds one
-		return fs.index(name)
+// plainIndex is index for the member name v[start:end] (a string token)
+// without escape, fs.ascii: the name matches the first name in fs whose
+// token has its bytes.
+func (fs *fieldSet) plainIndex(v []byte, start, end int) int {
+	if end-start < 3 { // "": an empty name, if fs holds one
+		return fs.index(v[start:end])
 	}
-	c := name[1]
+	c := int(v[start+1]) // int: c+1 of byte 0xff is 256, not 0
 	for _, i := range fs.byFirst[fs.from[c]:fs.from[c+1]] {
-		if fs.tokens[i] == bytesString(name) {
+		if fs.tokens[i].is(v, start, end) {
 			return int(i)
 		}
 	}
 	return -1
+}
+
+// nameToken is a member name's string token, as compared with the
+// names in record values: a token of up to eight bytes as one word.
+type nameToken struct {
+	s          string
+	word, mask uint64 // if len(s) <= 8: s's bytes little-endian, and which bits they take
+}
+
+func newNameToken(s string) nameToken {
+	t := nameToken{s: s}
+	if len(s) <= 8 {
+		var b [8]byte
+		copy(b[:], s)
+		t.word = binary.LittleEndian.Uint64(b[:])
+		t.mask = ^uint64(0) >> (64 - 8*len(s))
+	}
+	return t
+}
+
+// is reports whether v[start:end] is the token's bytes. A short token is
+// compared as one word read at start when eight bytes are left in v
+// (the bytes past end are masked off).
+func (t *nameToken) is(v []byte, start, end int) bool {
+	if end-start != len(t.s) {
+		return false
+	}
+	if len(t.s) <= 8 && start+8 <= len(v) {
+		return binary.LittleEndian.Uint64(v[start:])&t.mask == t.word
+	}
+	return bytesString(v[start:end]) == t.s
 }
 
 // plainName reports whether s, the inside of a JSON string token, is

@@ -329,6 +329,18 @@ func checkFieldSet(t interface{ Fatalf(string, ...any) }, fields []string, name 
 	if got := fieldIndex(fields, []byte(name)); got != want {
 		t.Fatalf("fields %q, name %s: fieldIndex %d, want %d", fields, name, got, want)
 	}
+	// Without an escape, plainIndex says the same from the name's bytes
+	// in a value: at its end (compared as a string) and followed by
+	// more bytes (a short token compared as one word, what follows the
+	// name masked off).
+	if fs := newFieldSet(fields); fs.ascii && !strings.Contains(name, `\`) {
+		for _, v := range []string{name, "{" + name, "{" + name + `:"and more bytes after it"}`} {
+			start := strings.Index(v, name)
+			if got := fs.plainIndex([]byte(v), start, start+len(name)); got != want {
+				t.Fatalf("fields %q, name %s in %q: plainIndex %d, want %d", fields, name, v, got, want)
+			}
+		}
+	}
 }
 
 // fieldSetPool is field names of every kind a fieldSet tells apart:
