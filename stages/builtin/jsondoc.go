@@ -47,7 +47,7 @@ type jsonDoc struct {
 	full   any    // the whole value, once parsed (parsed says so)
 	// spans are where an object's members are (see jsonscan.go), so the
 	// stages that read fields do not walk it again: nspans uint16s (a
-	// pointer and a 32-bit count, not a slice: a doc is 48 bytes, not 64).
+	// pointer and a 32-bit count, not a slice: a doc is 56 bytes, not 72).
 	spans *uint16
 }
 

@@ -166,7 +166,7 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 		switch c := v[at]; {
 		case c == '"':
 			if end = unescapedString(v, at); end < 0 {
-				end = scanString(v, at)
+				end = escapedString(v, at)
 			}
 		case c == '{' || c == '[':
 			var d int
