@@ -175,6 +175,7 @@ var slottedValues = []string{
 	`{"f0":[],"f1":{},"f2":""}`,
 	`{"f0":null,"f1":[null],"f2":-0.0}`,
 	`{}`, `[1]`, `"text"`, `not json`, `{"f0":1e400}`,
+	"{\"\xffname\":1,\"f0\":2,\"\xff\":3}", // names starting with byte 0xff (the last one of the first-byte table)
 }
 
 // TestSlottedMatchesAsWritten: the slotted forms give what the
