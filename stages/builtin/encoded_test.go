@@ -74,7 +74,7 @@ func TestSurelyHoldable(t *testing.T) {
 	for _, lit := range []string{"0", "-0", "999999999999999999", "-999999999999999999", "9223372036854775807",
 		"9223372036854775808", "-9223372036854775809", "1.5", "-0.0", "1e400", "1E2", "2.5e-3",
 		strings.Repeat("9", 299) + ".5", strings.Repeat("9", 310) + ".5", strings.Repeat("9", 298) + ".5"} {
-		if !surelyHoldable([]byte(lit)) {
+		if end, sure := scanNumber([]byte(lit), 0); end != len(lit) || !sure {
 			continue
 		}
 		if _, _, _, err := classify(lit); err != nil {

@@ -406,7 +406,7 @@ func firstByte(v []byte) byte {
 }
 
 func skipSpace(v []byte, i int) int {
-	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+	for i < len(v) && isSpace(v[i]) {
 		i++
 	}
 	return i

@@ -125,7 +125,8 @@ func validScan(object bool, depth int, numErr error) jsonScan {
 //
 // Most objects are flat and written without white space, their names
 // and strings plain: those tokens are read here in one loop each
-// (unescapedString, plainNumber), anything else by the general functions.
+// (unescapedString), anything else by the general functions; numbers
+// are read once (scanNumber tells whether they surely fit).
 func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16) {
 	depth := 1
 	var numErr error
@@ -178,9 +179,7 @@ func scanObject(v []byte, i int, spans []uint16, width int) (jsonScan, []uint16)
 				}
 			}
 		default:
-			if end = plainNumber(v, at); end < 0 {
-				end = scanScalar(v, at, &numErr)
-			}
+			end = scanScalar(v, at, &numErr)
 		}
 		if end < 0 {
 			return jsonScan{}, spans
@@ -262,44 +261,6 @@ func stopBytes(w uint64) uint64 {
 	return ((quote-ones) & ^quote | (backslash-ones) & ^backslash | (w-ones*0x20) & ^w) & highs
 }
 
-// plainNumber returns the index past the number starting at v[i] if it
-// is one that surely fits (see surelyHoldable) in the two common forms,
-// a whole number of at most 18 digits or a fraction without exponent,
-// or -1: then scanScalar has to tell (other forms, not a number, or an
-// exponent).
-func plainNumber(v []byte, i int) int {
-	start := i
-	if i < len(v) && v[i] == '-' {
-		i++
-	}
-	digits := i
-	switch {
-	case i >= len(v):
-		return -1
-	case v[i] == '0':
-		i++
-	case v[i] >= '1' && v[i] <= '9':
-		for i++; i < len(v) && isDigit(v[i]); i++ {
-		}
-	default:
-		return -1
-	}
-	if i < len(v) && v[i] == '.' {
-		frac := i + 1
-		for i = frac; i < len(v) && isDigit(v[i]); i++ {
-		}
-		if i == frac || i-start >= 300 {
-			return -1
-		}
-	} else if i-digits > 18 {
-		return -1
-	}
-	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
-		return -1
-	}
-	return i
-}
-
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -312,8 +273,8 @@ func scanScalar(v []byte, i int, numErr *error) int {
 	case c == '"':
 		return scanString(v, i)
 	case c == '-' || c >= '0' && c <= '9':
-		j := scanNumber(v, i)
-		if j >= 0 && *numErr == nil && !surelyHoldable(v[i:j]) {
+		j, sure := scanNumber(v, i)
+		if j >= 0 && *numErr == nil && !sure {
 			_, _, _, *numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
 		}
 		return j
@@ -418,31 +379,6 @@ func scanMemberName(v []byte, i int) (nameEnd, value int) {
 	return nameEnd, skipSpace(v, i+1)
 }
 
-// surelyHoldable reports, without parsing it, that the number literal
-// lit (valid) is held by an int or a float64 (classify returns no
-// error): a whole number of at most 18 digits, or a fraction without
-// exponent shorter than 300 bytes (a float64 overflows past 309 integer
-// digits). False means classify has to tell.
-func surelyHoldable(lit []byte) bool {
-	if len(lit) >= 300 {
-		return false
-	}
-	digits := len(lit)
-	if lit[0] == '-' {
-		digits--
-	}
-	whole := true
-	for _, c := range lit {
-		switch c {
-		case 'e', 'E':
-			return false
-		case '.':
-			whole = false
-		}
-	}
-	return !whole || digits <= 18
-}
-
 // scanString returns the index past the string token starting at v[i] (a
 // quote), or -1 if it is not one. Bytes that are not UTF-8 are accepted,
 // as encoding/json does (decoding replaces them).
@@ -508,26 +444,35 @@ func scanLiteral(v []byte, i int, lit string) int {
 
 // scanNumber returns the index past the number starting at v[i], or -1:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func scanNumber(v []byte, i int) int {
+// and whether, seen in the same pass, an int or a float64 surely holds it
+// (classify returns no error) without parsing it: a whole number of at
+// most 18 digits, or a fraction without exponent shorter than 300 bytes
+// (a float64 overflows past 309 integer digits). False means classify
+// has to tell.
+func scanNumber(v []byte, i int) (end int, sure bool) {
+	start := i
 	if v[i] == '-' {
 		i++
 	}
+	digits := i
 	switch {
 	case i >= len(v):
-		return -1
+		return -1, false
 	case v[i] == '0':
 		i++
 	case v[i] >= '1' && v[i] <= '9':
 		i = skipDigits(v, i)
 	default:
-		return -1
+		return -1, false
 	}
+	sure = i-digits <= 18
 	if i < len(v) && v[i] == '.' {
 		j := skipDigits(v, i+1)
 		if j == i+1 {
-			return -1
+			return -1, false
 		}
 		i = j
+		sure = i-start < 300
 	}
 	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
 		i++
@@ -536,15 +481,15 @@ func scanNumber(v []byte, i int) int {
 		}
 		j := skipDigits(v, i)
 		if j == i {
-			return -1
+			return -1, false
 		}
-		i = j
+		return j, false
 	}
-	return i
+	return i, sure
 }
 
 func skipDigits(v []byte, i int) int {
-	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+	for i < len(v) && isDigit(v[i]) {
 		i++
 	}
 	return i
@@ -616,7 +561,7 @@ func (d *decoder) value() any {
 		d.i += len("null")
 		return nil
 	}
-	j := scanNumber(b, d.i)
+	j, _ := scanNumber(b, d.i)
 	n, _ := jsonNumber(bytesString(b[d.i:j])) // holdable: checked by scanJSON
 	d.i = j
 	return n
