@@ -100,9 +100,13 @@ func inValue(v any, secret string) string {
 	return ""
 }
 
-// ConsoleLeak is Leak for a line of zap's console encoder: its message
-// as written, and the JSON of its fields (after the last tab followed by
-// a JSON object) decoded as JSONLeak does.
+// ConsoleLeak is Leak for a line of zap's console encoder: the
+// encoder's own columns (time, level), its message as written, and the
+// JSON of its fields (after the last tab followed by a JSON object)
+// decoded as JSONLeak does, each looked at on its own: a run of the
+// secret that only the encoder's column and the tab after it make
+// together with the message's first bytes (a secret "\t00" and a
+// message starting "00") is in neither.
 func ConsoleLeak(line, secret string) string {
 	line = strings.TrimSuffix(line, "\n")
 	if i := strings.LastIndex(line, "\t{"); i >= 0 && json.Valid([]byte(line[i+1:])) {
@@ -111,5 +115,40 @@ func ConsoleLeak(line, secret string) string {
 		}
 		line = line[:i]
 	}
+	if head, message, ok := levelColumn(line); ok {
+		if l := Leak(head, secret); l != "" {
+			return l
+		}
+		line = message
+	}
 	return Leak(line, secret)
+}
+
+// levelColumn splits a console line after its level column (zap's
+// level names, in either case, first on the line or after a tab, and
+// followed by a tab): the columns up to it, and the message after the
+// tab. ok is false for a line without one.
+func levelColumn(line string) (head, message string, ok bool) {
+	start, end := len(line), -1 // of the first level name found
+	for _, level := range []string{"DEBUG", "INFO", "WARN", "ERROR", "DPANIC", "PANIC", "FATAL"} {
+		for _, name := range []string{level, strings.ToLower(level)} {
+			for from := 0; from < start; {
+				i := strings.Index(line[from:], name+"\t")
+				if i < 0 {
+					break
+				}
+				if i += from; i == 0 || line[i-1] == '\t' {
+					if i < start {
+						start, end = i, i+len(name)
+					}
+					break
+				}
+				from = i + 1
+			}
+		}
+	}
+	if end < 0 {
+		return "", "", false
+	}
+	return line[:end], line[end+1:], true
 }
