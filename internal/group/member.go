@@ -149,7 +149,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return errors.New("group: Run called twice on one Member")
 	}
 	defer close(m.events)
-	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, owned: map[tp]bool{}, hbInterval: m.cfg.HeartbeatInterval}
+	s := &runState{m: m, cfg: m.cfg, log: m.cfg.Logger, gen: -1, joinedGen: -1, owned: map[tp]bool{}, hbInterval: m.cfg.HeartbeatInterval}
 	var err error
 	if m.cfg.Protocol == ProtocolConsumer {
 		s.consumer = true
@@ -192,6 +192,14 @@ type runState struct {
 
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent
+	// joinedGen is the generation of the coordinator's last JoinGroup
+	// answer (classic protocol; -1: none since the member was lost).
+	// Heartbeats carry it: between a JoinGroup answer and the SyncGroup
+	// that completes it (or a SyncGroup refused because yet another
+	// rebalance began) the coordinator knows the member only in it, and
+	// would answer a heartbeat of the generation before with
+	// ILLEGAL_GENERATION.
+	joinedGen int32
 }
 
 var errLost = errors.New("the member's session ended")
@@ -220,6 +228,14 @@ func (s *runState) loop(ctx context.Context) error {
 				return nil
 			}
 			failures++
+			if errors.Is(err, kafka.RebalanceInProgress) && failures <= 3 {
+				// The coordinator began another rebalance before it
+				// answered our SyncGroup: join that one at once, as
+				// Kafka's own clients do (a wait would only make the
+				// whole group wait for this member).
+				s.log.Debug("a new rebalance began before the assignment; rejoining", zap.String("group", s.cfg.Group), zap.Error(err))
+				continue
+			}
 			if err := s.backOff(ctx, "joining the consumer group failed; retrying", failures, err); err != nil {
 				if errors.As(err, &fe) {
 					return fe.error
@@ -282,7 +298,7 @@ func (s *runState) lose(err error) {
 	}
 	s.owned = map[tp]bool{}
 	s.revoking = nil
-	s.gen, s.memberID = -1, ""
+	s.gen, s.joinedGen, s.memberID = -1, -1, ""
 	s.publish()
 }
 
@@ -366,6 +382,11 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 		return err
 	}
 	sr := resp.(*syncgroup.Response)
+	if sr.ErrorCode == 0 || kafka.Error(sr.ErrorCode) == kafka.RebalanceInProgress {
+		// The coordinator renews the session of every member it
+		// answers a SyncGroup, also to say that a new rebalance began.
+		s.renewed(time.Now())
+	}
 	if err := s.groupError("SyncGroup", sr.ErrorCode); err != nil {
 		return err
 	}
@@ -373,7 +394,6 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.lastAlive, s.lastHB = time.Now(), time.Now()
 	s.gen, s.proto = jr.GenerationID, proto
 	next := map[tp]bool{}
 	for t, ps := range assigned {
@@ -458,7 +478,13 @@ func (s *runState) join(ctx context.Context) (*joingroup.Response, error) {
 		if err := s.groupError("JoinGroup", r.ErrorCode); err != nil {
 			return nil, err
 		}
-		s.memberID = r.MemberID
+		// The answer is proof of life: the coordinator held the
+		// JoinGroup until the join phase ended (up to the rebalance
+		// timeout, while it waits for a member that may be dead) and
+		// then renewed the session of every member it answers. Time
+		// spent in it is not time without heartbeats.
+		s.renewed(time.Now())
+		s.memberID, s.joinedGen = r.MemberID, r.GenerationID
 		return r, nil
 	}
 }
@@ -829,6 +855,17 @@ func (s *runState) aliveFor() time.Duration {
 	return d - min(d/10, 2*s.hbInterval)
 }
 
+// renewed notes that the coordinator renewed the session no earlier than
+// at: an answer that proves the member is in the group (a heartbeat's, a
+// JoinGroup's, a SyncGroup's). The next heartbeat is due an interval
+// later.
+func (s *runState) renewed(at time.Time) {
+	if at.After(s.lastAlive) {
+		s.lastAlive = at
+	}
+	s.lastHB = at
+}
+
 // heartbeat sends one heartbeat, bounded by the session's end.
 func (s *runState) heartbeat(ctx context.Context) error {
 	hctx, cancel := context.WithDeadline(ctx, s.lastAlive.Add(s.aliveFor()))
@@ -841,7 +878,7 @@ func (s *runState) heartbeat(ctx context.Context) error {
 	// Framed with kmsg: kafka-go's heartbeat.Response decodes v1+ with
 	// ErrorCode and ThrottleTimeMs swapped, reading every error as 0.
 	req := kmsg.NewPtrHeartbeatRequest()
-	req.Group, req.Generation, req.MemberID = s.cfg.Group, s.gen, s.memberID
+	req.Group, req.Generation, req.MemberID = s.cfg.Group, max(s.gen, s.joinedGen), s.memberID
 	if s.cfg.InstanceID != "" {
 		req.InstanceID = &s.cfg.InstanceID
 	}
@@ -912,7 +949,7 @@ func (s *runState) shutdown(parent context.Context) {
 	if code != 0 {
 		s.log.Info("leaving the consumer group failed", zap.String("group", s.cfg.Group), zap.Error(kafka.Error(code)))
 	}
-	s.gen = -1
+	s.gen, s.joinedGen = -1, -1
 	s.publish()
 }
 
