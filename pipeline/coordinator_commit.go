@@ -137,8 +137,13 @@ func (c *coordinator) onCommit(r *commit.Result) {
 		c.stats.commitErrors.Add(1)
 		if current {
 			c.fenced = true
+		} else if c.active {
+			// A cooperative rebalance moved the member to a new
+			// generation meanwhile: the partitions it kept commit
+			// their progress under that one.
+			c.dirty = true
 		}
-		c.log.Warn("commit fenced: the group generation ended; its offsets are not resent",
+		c.log.Warn("commit fenced: the group generation ended; partitions that stay are committed under the next",
 			zap.Int32("generation", int32(r.Request.Generation())), zap.Error(err))
 	default:
 		c.stats.commitErrors.Add(1)

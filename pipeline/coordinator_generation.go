@@ -38,6 +38,14 @@ func (c *coordinator) onAssign(e *assignEvent) {
 		}
 	}
 	c.gen, c.store, c.active, c.fenced = e.gen, e.store, true, false
+	if kept > 0 {
+		// What the kept partitions processed under the old generation
+		// may not be committed: its last commit can have been fenced
+		// (the coordinator refuses it from the JoinGroup answer on).
+		// Commit it under the new one at once, so that a crash of this
+		// member does not make the next owner redo it.
+		c.dirty = true
+	}
 	c.finalCommit, c.finalErr = false, nil
 	// the first commit of a generation may go out as soon as a
 	// watermark moves: the interval counts from the last commit sent

@@ -303,6 +303,46 @@ func TestCommitFencedIsNotResent(t *testing.T) {
 	}
 }
 
+// TestKeptPartitionCommitsUnderNextGeneration: a cooperative rebalance
+// moves the member to a new generation while its commit under the old
+// one is in flight; the group refuses that commit. A partition the member
+// keeps commits what it processed under the new generation at once,
+// without waiting for another record to finish (a kill of the member
+// before then would make the next owner redo it all). Both orders: the
+// refusal answered before and after the new generation's assignment.
+func TestKeptPartitionCommitsUnderNextGeneration(t *testing.T) {
+	for _, answerFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("refusal before assignment %v", answerFirst), func(t *testing.T) {
+			h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, commitInterval: time.Second})
+			h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+			h.assign(1, newMemoryStore(1), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+			h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 4, 0, 4) })
+			h.completeAll()
+			h.advance(time.Second)
+			if len(h.commits) != 1 {
+				t.Fatalf("%d commits, want 1", len(h.commits))
+			}
+			fenced := h.commits[0]
+			h.commits = nil
+			if answerFirst {
+				h.send(&commit.Result{Request: fenced.Request, Err: offsets.ErrGenerationEnded})
+			}
+			h.assign(2, newMemoryStore(2), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+			if !answerFirst {
+				h.send(&commit.Result{Request: fenced.Request, Err: offsets.ErrGenerationEnded})
+			}
+			h.advance(time.Second)
+			if len(h.commits) != 1 {
+				t.Fatalf("%d commits after the cooperative rebalance, want the kept partition's progress committed once", len(h.commits))
+			}
+			req := h.commits[0].Request
+			if req.Generation() != 2 || req.Len() != 1 || req.At(0).Offset != 4 {
+				t.Fatalf("commit under generation %d of %+v, want offset 4 under generation 2", req.Generation(), req.Entries())
+			}
+		})
+	}
+}
+
 // TestCoordinatorLoop runs the coordinator on its goroutine: events in,
 // messages for processing out, and it stops with its context.
 func TestCoordinatorLoop(t *testing.T) {
