@@ -41,6 +41,9 @@ type member struct {
 	// txn, under exactly_once, is the transactional producer the
 	// generations' stores commit with.
 	txn *produce.Producer
+	// fencing watches the transactional producer's fencings across
+	// generations (exactly_once)
+	fencing *fencingRule
 	// idleSince is when this member last had no partition (the start of
 	// Run, or the end of a revoke that took them all).
 	idleSince time.Time
@@ -99,6 +102,10 @@ func (m *member) run(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
+	if errors.Is(runErr, group.ErrFencedInstance) {
+		return fmt.Errorf("consumer group %q: %w: two processes run with consumer.group_instance_id %q; "+
+			"give every instance its own group_instance_id", k.Group, runErr, k.GroupInstanceID)
+	}
 	if runErr != nil {
 		return fmt.Errorf("consumer group %q: %w", k.Group, runErr)
 	}
@@ -134,7 +141,10 @@ func (m *member) assigned(ctx context.Context, gm *group.Member, e group.Assigne
 func (m *member) newGeneration(ctx context.Context, gm *group.Member, gen offsets.Generation, parts []assignedPartition) {
 	m.gen = gen
 	if m.txn != nil {
-		m.store = &txnStore{prod: m.txn, gm: gm, group: m.cfg.Consumer.Group, gen: gen}
+		if m.fencing == nil {
+			m.fencing = newFencingRule(m.cfg, m.txn.TransactionalID())
+		}
+		m.store = &txnStore{prod: m.txn, gm: gm, group: m.cfg.Consumer.Group, gen: gen, fencing: m.fencing}
 	} else {
 		m.store = &memberStore{m: gm, gen: gen}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/group"
@@ -21,6 +24,9 @@ type txnStore struct {
 	gm    *group.Member
 	group string
 	gen   offsets.Generation
+	// fencing tells a producer fenced by another process from one whose
+	// epoch the broker bumped (nil: every fencing is recovered from)
+	fencing *fencingRule
 }
 
 // Commit implements offsets.TransactionStore.
@@ -43,6 +49,17 @@ func (s *txnStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 	if err == nil {
 		member := produce.GroupMember{Group: s.group, Generation: gen, MemberID: memberID, InstanceID: instanceID}
 		err = s.prod.SendOffsets(ctx, member, offs)
+	}
+	if err != nil && errors.Is(err, kafka.FencedInstanceID) && s.fencing != nil {
+		// the group refused the offsets: another member holds our
+		// group_instance_id, unless our own member rejoined since
+		// (then its member id changed, and this is a stale commit)
+		if _, nowID, _, ierr := s.gm.Identity(nil); ierr == nil && nowID == memberID {
+			// (not aborting: the abort's re-initialization would fence
+			// the other process; its own InitProducerID aborted this
+			// transaction, or its next one will)
+			return fmt.Errorf("%w: %w", offsets.ErrTransactionFailed, s.fencing.duplicate("the group coordinator answered FENCED_INSTANCE_ID to the transaction's offsets", err))
+		}
 	}
 	if err == nil {
 		err = s.prod.Commit(ctx)
@@ -76,15 +93,36 @@ func (s *txnStore) Abort(ctx context.Context) error {
 		err = s.prod.Abort(rctx)
 		cancel()
 	}
-	if errors.Is(err, produce.ErrProducerFenced) {
+	fenced := errors.Is(err, produce.ErrProducerFenced)
+	if s.fencing != nil && (err == nil || fenced) {
+		// an epoch bump by someone else: this fencing, or one the abort's
+		// re-initialization met and took the id back from already
+		n := s.fencing.unseen(s.prod.EpochJumps())
+		if fenced {
+			n++
+		}
+		if ferr := s.fencing.note(n, time.Now()); ferr != nil {
+			// (not taking the id back: that would fence the other
+			// process again)
+			return fmt.Errorf("%w: %w", offsets.ErrTransactionFailed, ferr)
+		}
+	}
+	if fenced {
 		// fenced by an epoch bump: the broker aborted a transaction that
 		// outlived transaction_timeout (then the producer takes its id
 		// back), or another instance took the transactional id (then it
-		// cannot, and this one must stop)
+		// must stop: see fencingRule)
 		if rerr := s.prod.Recover(ctx); rerr != nil {
 			err = fmt.Errorf("%w; taking the transactional id back failed: %w", err, rerr)
+			if errors.Is(rerr, produce.ErrProducerFenced) && s.fencing != nil {
+				// the coordinator refused: another producer holds the id
+				err = s.fencing.duplicate("the transaction coordinator refused to give the transactional id back", err)
+			}
 		} else {
 			err = nil
+			if s.fencing != nil {
+				s.fencing.unseen(s.prod.EpochJumps()) // the bump noted above
+			}
 		}
 	}
 	if err != nil {
@@ -117,4 +155,97 @@ func failedForGood(err error) bool {
 func isFatal(err error) bool {
 	var fatal *produce.FatalError
 	return errors.As(err, &fatal)
+}
+
+// ErrDuplicateInstance is why a run stops when another process uses its
+// transactional id: two instances with the same group_instance_id.
+var ErrDuplicateInstance = errors.New("another process uses this instance's transactional id")
+
+// fencingRule tells the two causes of a fenced transactional producer
+// apart, for exactly_once. Both reach the producer the same way (its next
+// request is answered PRODUCER_FENCED or INVALID_PRODUCER_EPOCH, and its
+// epoch is one higher when it takes the id back), so the wire alone does
+// not say which it was:
+//
+//   - the broker bumped the epoch itself (KIP-360/KIP-588): it aborted a
+//     transaction that outlived transaction_timeout, or a restart aborted
+//     open transactions. The producer takes its id back and the run goes
+//     on from the committed offsets.
+//   - another process initialized the same transactional id (two
+//     instances with the same group_instance_id). Taking the id back
+//     fences that process, which takes it back in turn: the two fence each
+//     other until one stops. This one must stop.
+//
+// The rule: the group's answer FENCED_INSTANCE_ID to the transaction's
+// offsets (another member registered our group_instance_id) stops the run
+// at once, as does the coordinator refusing to give the id back; and so
+// does the third epoch bump by someone else within half of
+// transaction_timeout. The broker times out a transaction only after it
+// was open for transaction_timeout, and every recovery opens a new one,
+// so within half of it at most one bump is a timeout; a second may be a
+// broker restart; a third is another process.
+type fencingRule struct {
+	txnID, instanceID string
+	window            time.Duration
+	limit             int
+
+	mu    sync.Mutex
+	seen  int64       // the producer's EpochJumps counted so far
+	times []time.Time // when each counted jump was seen, the last limit
+}
+
+// fencingLimit is how many epoch bumps within fencingRule.window stop the
+// run.
+const fencingLimit = 3
+
+func newFencingRule(cfg Config, txnID string) *fencingRule {
+	return &fencingRule{txnID: txnID, instanceID: cfg.Consumer.GroupInstanceID,
+		window: cfg.TransactionTimeout / 2, limit: fencingLimit}
+}
+
+// unseen returns how many of the producer's epoch bumps by others (see
+// produce.Producer.EpochJumps) it was not told of yet, and marks them
+// told.
+func (f *fencingRule) unseen(jumps int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := int(max(jumps-f.seen, 0))
+	f.seen = max(f.seen, jumps)
+	return n
+}
+
+// note records n fencings at now, and returns the run's error when the
+// rule says another process holds the transactional id.
+func (f *fencingRule) note(n int, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range n {
+		f.times = append(f.times, now)
+	}
+	if len(f.times) > f.limit {
+		f.times = f.times[len(f.times)-f.limit:]
+	}
+	if n == 0 || len(f.times) < f.limit || now.Sub(f.times[0]) > f.window {
+		return nil
+	}
+	return f.duplicate(fmt.Sprintf("its producer was fenced %d times within %v, less than half of transaction_timeout "+
+		"(the broker's own abort of a transaction that outlived transaction_timeout fences it at most once in that time)",
+		len(f.times), now.Sub(f.times[0]).Round(time.Millisecond)), nil)
+}
+
+// duplicate is the run's error when another process holds the
+// transactional id: why it is known (and the error that told), and what
+// to check.
+func (f *fencingRule) duplicate(why string, cause error) error {
+	var msg string
+	if f.instanceID != "" {
+		msg = fmt.Sprintf("%s: two processes run with consumer.group_instance_id %q (transactional id %q); "+
+			"give every instance its own group_instance_id", why, f.instanceID, f.txnID)
+	} else {
+		msg = fmt.Sprintf("%s: another process initialized transactional id %q", why, f.txnID)
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: %s: %w", ErrDuplicateInstance, msg, cause)
+	}
+	return fmt.Errorf("%w: %s", ErrDuplicateInstance, msg)
 }

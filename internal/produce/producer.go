@@ -109,6 +109,9 @@ type Producer struct {
 	epoch      int16
 	gen        uint64 // identity generation: sequence numbers restart when it changes
 	needsReset bool   // idempotent: a batch's outcome is unknown; renew the identity
+	// epochJumps counts re-initializations (transactional) that found the
+	// epoch moved on by someone else: see EpochJumps.
+	epochJumps int64
 	parts      map[partitionKey]*partition
 	rr         uint32
 	txn        txnState // transactional producers only, see txn.go
@@ -146,6 +149,9 @@ func New(client *kafkawire.Client, cfg Config) *Producer {
 
 // Transactional reports whether the producer has a transactional id.
 func (p *Producer) Transactional() bool { return p.cfg.TransactionalID != "" }
+
+// TransactionalID is the producer's transactional id ("" if it has none).
+func (p *Producer) TransactionalID() string { return p.cfg.TransactionalID }
 
 // TopicProducer writes to one topic through a Producer. It implements
 // stages.Producer.
@@ -941,6 +947,12 @@ func (p *Producer) initProducerID(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Transactional() && req.ProducerID >= 0 && resp.ProducerID == req.ProducerID && resp.ProducerEpoch > req.ProducerEpoch+1 {
+		// our re-initialization bumps the epoch by one: more means the
+		// epoch was bumped meanwhile by the coordinator (a transaction
+		// timeout) or by another producer's InitProducerID
+		p.epochJumps++
+	}
 	p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
 	p.gen++
 	p.needsReset = false

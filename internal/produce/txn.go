@@ -254,6 +254,20 @@ func (p *Producer) Recover(ctx context.Context) error {
 	return nil
 }
 
+// EpochJumps reports how many times a re-initialization of this
+// transactional producer (Abort, Recover) found that its epoch had been
+// bumped by someone else since its last one: the transaction coordinator,
+// aborting a transaction that outlived its timeout (KIP-588), or another
+// producer that initialized the same transactional id. The wire does not
+// tell the two apart (both answer PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
+// to the next request, and both leave the epoch one higher); how often it
+// happens does: see the pipeline's fencing rule.
+func (p *Producer) EpochJumps() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.epochJumps
+}
+
 // ready marks the transaction over: the producer may Begin again.
 func (p *Producer) ready() {
 	p.mu.Lock()

@@ -508,8 +508,14 @@ func TestRecoverAfterTransactionTimeout(t *testing.T) {
 	if err := p.Begin(ctx); !errors.Is(err, ErrProducerFenced) {
 		t.Fatalf("Begin of a fenced producer: %v, want ErrProducerFenced", err)
 	}
+	if n := p.EpochJumps(); n != 0 {
+		t.Fatalf("EpochJumps before the recovery = %d, want 0", n)
+	}
 	if err := p.Recover(ctx); err != nil {
 		t.Fatalf("Recover after a transaction timeout: %v", err)
+	}
+	if n := p.EpochJumps(); n != 1 {
+		t.Fatalf("EpochJumps after recovering from the coordinator's bump = %d, want 1", n)
 	}
 	if err := p.Begin(ctx); err != nil {
 		t.Fatal(err)
@@ -522,5 +528,48 @@ func TestRecoverAfterTransactionTimeout(t *testing.T) {
 	}
 	if got := values(consume(t, c.Addrs, "out", 5, true)); !slices.Equal(got, wantValues("next", 5)) {
 		t.Fatalf("read_committed read %v, want only the next transaction's records", got)
+	}
+}
+
+// EpochJumps counts the epoch bumps others made (another producer's
+// InitProducerID here), not the producer's own re-initializations after
+// its aborts.
+func TestEpochJumps(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "out", 1)
+	ctx := context.Background()
+	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-jumps"})
+	for range 3 { // own aborts: each re-initializes, one epoch up
+		if err := p.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ForTopic("out").Produce(ctx, numbered("a", 2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := p.EpochJumps(); n != 0 {
+		t.Fatalf("EpochJumps after the producer's own aborts = %d, want 0", n)
+	}
+	other := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-jumps"})
+	if err := other.Begin(ctx); err != nil { // fences p
+		t.Fatal(err)
+	}
+	if err := p.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForTopic("out").Produce(ctx, numbered("b", 2)); err == nil {
+		if err := p.Commit(ctx); !errors.Is(err, ErrProducerFenced) {
+			t.Fatalf("Commit after another producer initialized the id: %v, want ErrProducerFenced", err)
+		}
+	}
+	_ = p.Abort(ctx)
+	if err := p.Recover(ctx); err != nil {
+		t.Fatalf("Recover: %v (the embedded broker grants a stale epoch)", err)
+	}
+	if n := p.EpochJumps(); n != 1 {
+		t.Fatalf("EpochJumps after another producer fenced this one = %d, want 1", n)
 	}
 }
