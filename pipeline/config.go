@@ -35,10 +35,26 @@ type Config struct {
 	// TransactionTimeout is how long the broker lets one of our
 	// transactions stay open before it aborts it (a crashed instance's
 	// open transaction blocks read_committed readers of its partitions
-	// until then). ExactlyOnce only. Default 60s; at most the broker's
-	// transaction.max.timeout.ms (15 minutes by default).
+	// until then). ExactlyOnce only. Default 10s, as Kafka Streams under
+	// exactly-once; at least 4 × Consumer.CommitInterval, and at most the
+	// brokers' transaction.max.timeout.ms (15 minutes by default, which
+	// Validate enforces).
 	TransactionTimeout time.Duration `yaml:"transaction_timeout"`
 }
+
+// DefaultTransactionTimeout is transaction_timeout's default: how long a
+// crashed instance's open transaction may hold read_committed readers back.
+// Kafka Streams sets its producers' transaction.timeout.ms to 10s under
+// exactly-once for the same reason.
+const DefaultTransactionTimeout = 10 * time.Second
+
+// BrokerTransactionMaxTimeout is the brokers' default
+// transaction.max.timeout.ms: they refuse a longer transaction timeout.
+const BrokerTransactionMaxTimeout = 15 * time.Minute
+
+// commitIntervalsPerTxnTimeout: a commit interval may be at most this
+// part of transaction_timeout (see Validate).
+const commitIntervalsPerTxnTimeout = 4
 
 // Guarantee is the delivery guarantee of a pipeline's output.
 type Guarantee string
@@ -350,7 +366,7 @@ func (c Config) withDefaults() Config {
 	if c.Guarantee == "" {
 		c.Guarantee = AtLeastOnce
 	}
-	def(&c.TransactionTimeout, 60*time.Second)
+	def(&c.TransactionTimeout, DefaultTransactionTimeout)
 	if c.Guarantee == ExactlyOnce {
 		c.Consumer.ReadCommitted = true
 	}
@@ -501,12 +517,22 @@ func (c Config) Validate() error {
 	switch c.Guarantee {
 	case AtLeastOnce:
 	case ExactlyOnce:
-		if c.TransactionTimeout > 0 && c.TransactionTimeout < time.Second {
-			bad("transaction_timeout", "%v is too short for a transaction (at least 1s; the default is 60s)", c.TransactionTimeout)
+		tt := c.TransactionTimeout
+		if tt == 0 {
+			tt = DefaultTransactionTimeout
 		}
-		if c.TransactionTimeout > 0 && c.Consumer.CommitInterval*2 > c.TransactionTimeout {
-			bad("consumer.commit_interval", "%v leaves a transaction too little of transaction_timeout (%v): keep it below half of it",
-				c.Consumer.CommitInterval, c.TransactionTimeout)
+		if tt > 0 && tt < time.Second {
+			bad("transaction_timeout", "%v is too short for a transaction (at least 1s; the default is %v)", tt, DefaultTransactionTimeout)
+		}
+		if tt > BrokerTransactionMaxTimeout {
+			bad("transaction_timeout", "%v is more than the brokers allow by default (transaction.max.timeout.ms, %v): "+
+				"they would refuse the producer with INVALID_TRANSACTION_TIMEOUT", tt, BrokerTransactionMaxTimeout)
+		}
+		if tt > 0 && c.Consumer.CommitInterval*commitIntervalsPerTxnTimeout > tt {
+			bad("consumer.commit_interval", "%v leaves a transaction too little of transaction_timeout (%v): keep it at a quarter of it or less "+
+				"(a transaction stays open a commit interval, then its commit may wait up to half of transaction_timeout "+
+				"for processing to drain; the last quarter is for the commit itself and pauses such as a GC, before "+
+				"the broker aborts the transaction)", c.Consumer.CommitInterval, tt)
 		}
 	default:
 		badValue("guarantee", string(c.Guarantee), "%q is not a guarantee: at_least_once (the default) or exactly_once", string(c.Guarantee))

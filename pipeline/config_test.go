@@ -51,6 +51,17 @@ func TestValidate(t *testing.T) {
 		{name: "commit interval too close to the transaction timeout", edit: func(c *pipeline.Config) {
 			c.Guarantee, c.Consumer.CommitInterval, c.TransactionTimeout = pipeline.ExactlyOnce, 40*time.Second, time.Minute
 		}, wants: []string{"consumer.commit_interval: 40s leaves a transaction too little of transaction_timeout (1m0s)"}},
+		{name: "commit interval above a quarter of the transaction timeout", edit: func(c *pipeline.Config) {
+			c.Guarantee, c.Consumer.CommitInterval, c.TransactionTimeout = pipeline.ExactlyOnce, 3*time.Second, 10*time.Second
+		}, wants: []string{"consumer.commit_interval: 3s leaves a transaction too little of transaction_timeout (10s): " +
+			"keep it at a quarter of it or less"}},
+		{name: "commit interval above a quarter of the default transaction timeout", edit: func(c *pipeline.Config) {
+			c.Guarantee, c.Consumer.CommitInterval = pipeline.ExactlyOnce, 5*time.Second
+		}, wants: []string{"consumer.commit_interval: 5s leaves a transaction too little of transaction_timeout (10s)"}},
+		{name: "transaction timeout above the broker's default maximum", edit: func(c *pipeline.Config) {
+			c.Guarantee, c.TransactionTimeout = pipeline.ExactlyOnce, time.Hour
+		}, wants: []string{"transaction_timeout: 1h0m0s is more than the brokers allow by default " +
+			"(transaction.max.timeout.ms, 15m0s)"}},
 		{name: "transaction timeout too short", edit: func(c *pipeline.Config) {
 			c.Guarantee, c.TransactionTimeout = pipeline.ExactlyOnce, 500*time.Millisecond
 		}, wants: []string{"transaction_timeout: 500ms is too short"}},
@@ -178,6 +189,10 @@ func TestDefaults(t *testing.T) {
 		c.Consumer.Ordering != pipeline.OrderByPartition || c.DeadLetter.Policy != pipeline.DeadLetterStop ||
 		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 0 {
 		t.Fatalf("defaults: %+v", c)
+	}
+	if c.TransactionTimeout != 10*time.Second {
+		t.Errorf("default transaction_timeout %v, want 10s (as Kafka Streams under exactly-once: a crashed "+
+			"instance's open transaction holds read_committed readers back until it)", c.TransactionTimeout)
 	}
 	if d := validConfig().WithDefaults(); !reflect.DeepEqual(d, c) {
 		t.Errorf("WithDefaults %+v differs from what New runs with %+v", d, c)

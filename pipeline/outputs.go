@@ -126,14 +126,29 @@ func (t *txnOutput) Produce(ctx context.Context, records []stages.Record) error 
 }
 
 // transactionalID is the id of this instance's transactional producer:
-// stable across restarts for a static member (so a restarted instance
-// fences its zombie), else unique per process start (KIP-447: the
-// group's generation fences zombies then).
+// stable across restarts for an instance with an identity (see
+// instanceIdentity), so that a restarted instance's InitProducerID fences
+// its crashed predecessor and aborts the transaction it left open at once
+// (read_committed readers wait no transaction_timeout for it); else unique
+// per process start (KIP-447: the group's generation fences zombies then,
+// and a crashed instance's open transaction lasts until the broker aborts
+// it at transaction_timeout).
 func transactionalID(c ConsumerConfig) string {
-	if c.GroupInstanceID != "" {
-		return c.Group + "-" + c.GroupInstanceID
+	if id := instanceIdentity(c); id != "" {
+		return c.Group + "-" + id
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return c.Group + "-" + hex.EncodeToString(b)
+}
+
+// instanceIdentity names this instance the same across its restarts, or
+// is "" when it has none. Today that is the static membership's
+// group_instance_id. It is the one place to add another source of
+// identity (such as a process id kept in a state.dir, for instances
+// without group_instance_id): the transactional id follows it. Whatever it
+// returns must be unique among the group's live instances: two processes
+// with the same identity fence each other (see fencingRule).
+func instanceIdentity(c ConsumerConfig) string {
+	return c.GroupInstanceID
 }

@@ -628,6 +628,11 @@ func (r *runner) startTransactions(ctx context.Context, client *kafkawire.Client
 	defer cancel()
 	if err := prod.Begin(ictx); err != nil {
 		r.out.detach()
+		if errors.Is(err, kafka.InvalidTransactionTimeout) {
+			return nil, fmt.Errorf("exactly_once: starting the transactional producer %q: the brokers' maximum transaction timeout "+
+				"(transaction.max.timeout.ms) is lower than transaction_timeout (%v): lower transaction_timeout, or raise "+
+				"transaction.max.timeout.ms on every broker: %w", id, cfg.TransactionTimeout, err)
+		}
 		return nil, fmt.Errorf("exactly_once: starting the transactional producer %q: %w (check that the cluster supports "+
 			"transactions, with enough brokers for transaction.state.log.replication.factor, and that the principal may "+
 			"WRITE and DESCRIBE transactional ids starting with %q)", id, err, cfg.Consumer.Group+"-")

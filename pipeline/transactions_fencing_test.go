@@ -54,3 +54,22 @@ func TestFencingRule(t *testing.T) {
 		t.Errorf("unseen(5) after 2 = %d, want 3", n)
 	}
 }
+
+// The transactional id is the same at every start of an instance with a
+// group_instance_id (so a restart fences the crashed predecessor's open
+// transaction), and new at every start of one without.
+func TestTransactionalIDIdentity(t *testing.T) {
+	static := ConsumerConfig{Group: "enricher", GroupInstanceID: "pod-3"}
+	if a, b := transactionalID(static), transactionalID(static); a != "enricher-pod-3" || b != a {
+		t.Errorf("static member: transactional ids %q and %q, want enricher-pod-3 both times", a, b)
+	}
+	dynamic := ConsumerConfig{Group: "enricher"}
+	seen := map[string]bool{}
+	for range 100 {
+		id := transactionalID(dynamic)
+		if !strings.HasPrefix(id, "enricher-") || seen[id] {
+			t.Fatalf("dynamic member: transactional id %q repeats or lacks the group prefix (ACLs use it)", id)
+		}
+		seen[id] = true
+	}
+}

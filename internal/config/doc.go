@@ -28,7 +28,7 @@
 //	  format: console      # console or json
 //	shutdown_timeout: 30s
 //	guarantee: at_least_once   # or exactly_once (turns consumer.read_committed on)
-//	transaction_timeout: 60s   # exactly_once only
+//	transaction_timeout: 10s   # exactly_once only; at most 15m, at least 4 × commit_interval
 //
 // A section written with no value ("tls:", "embedded:") is enabled with
 // its defaults. Unknown keys are errors, not ignored: a misspelt key

@@ -30,7 +30,7 @@ type Config struct {
 	TransactionalID string
 	// TransactionTimeout is how long the transaction coordinator lets a
 	// transaction stay open before aborting it (and fencing this
-	// producer's epoch). Default 60s; the broker caps it
+	// producer's epoch). Default 10s; the broker caps it
 	// (transaction.max.timeout.ms).
 	TransactionTimeout time.Duration
 	// MaxBatchBytes bounds one partition's record batch in a request.
@@ -67,7 +67,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.TransactionTimeout <= 0 {
-		c.TransactionTimeout = time.Minute
+		c.TransactionTimeout = 10 * time.Second
 	}
 	if c.MaxBatchBytes <= 0 {
 		c.MaxBatchBytes = 1 << 20
