@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -96,4 +100,31 @@ func TestExactlyOnceDuplicateInstanceStops(t *testing.T) {
 		t.Errorf("the surviving process aborted %d transactions after the other stopped", n)
 	}
 	t.Logf("transactions aborted by the survivor: %d", s1.TransactionsAborted)
+}
+
+// The group coordinator answering FENCED_INSTANCE_ID to a transaction's
+// offsets, while the member's id is still the one it sent, means another
+// member registered this group_instance_id: the run stops with an error
+// naming it, instead of aborting and trying again.
+func TestExactlyOnceFencedInstanceOffsetsStop(t *testing.T) {
+	kc := kafkatest.New(t, 1)
+	c := kc.Kafka
+	e := newEOSCopy(t, c, "eos-fenced-offsets", 1, 50)
+	e.cfg.Consumer.GroupInstanceID = "pod-7"
+	produceInput(t, c, e.in, e.partitions, e.per)
+	h := kc.Cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.TxnOffsetCommit}, Err: kerr.FencedInstanceID, Count: -1})
+	defer h.Remove()
+	r := e.start(t, nil)
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if err == nil || !strings.Contains(err.Error(), `consumer.group_instance_id "pod-7"`) ||
+			!strings.Contains(err.Error(), "FENCED_INSTANCE_ID") {
+			t.Fatalf("the run's error does not name group_instance_id pod-7 and FENCED_INSTANCE_ID: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		s, _ := r.p.Stats(context.Background())
+		t.Fatalf("the run goes on 5s after the group answered FENCED_INSTANCE_ID to its offsets "+
+			"(transactions aborted: %d): another member uses its group_instance_id, so it must stop", s.TransactionsAborted)
+	}
 }
