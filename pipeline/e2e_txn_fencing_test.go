@@ -128,3 +128,31 @@ func TestExactlyOnceFencedInstanceOffsetsStop(t *testing.T) {
 			"(transactions aborted: %d): another member uses its group_instance_id, so it must stop", s.TransactionsAborted)
 	}
 }
+
+// A heartbeat answered FENCED_INSTANCE_ID (another process joined with
+// this group_instance_id) stops the run with an error that names the
+// configuration key and its value, at either guarantee.
+func TestFencedInstanceHeartbeatNamesKey(t *testing.T) {
+	kc := kafkatest.New(t, 1)
+	c := kc.Kafka
+	in := c.Name("fenced-hb-in")
+	c.CreateTopic(t, in, 1)
+	cfg := fastConfig(c, c.Name("g-fenced-hb"), in)
+	cfg.Consumer.GroupInstanceID = "pod-9"
+	r := start(t, cfg)
+	waitFor(t, 10*time.Second, "the member to join", func() bool {
+		s, err := r.p.Stats(context.Background())
+		return err == nil && len(s.Partitions) > 0
+	})
+	h := kc.Cluster.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Heartbeat}, Err: kerr.FencedInstanceID, Count: -1})
+	defer h.Remove()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if err == nil || !strings.Contains(err.Error(), `consumer.group_instance_id "pod-9"`) {
+			t.Fatalf("the run's error does not name consumer.group_instance_id %q: %v", "pod-9", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run goes on 10s after its heartbeats were answered FENCED_INSTANCE_ID")
+	}
+}
