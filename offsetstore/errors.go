@@ -50,6 +50,15 @@ const (
 	// its records are processed again. Nothing is lost or duplicated in
 	// the output.
 	ReasonTransactionAborted
+	// ReasonTopicRecreated: the partition's topic was deleted and
+	// created again (its topic id changed, or it disappeared from the
+	// brokers' metadata and came back) while the group was subscribed
+	// to it. Offsets committed for the deleted topic do not belong to
+	// the new one, so auto_offset_reset chooses the start, as for a
+	// partition without a committed offset; From is -1. Records the
+	// deleted topic held and the processor had not read are gone with
+	// it: not counted in Skipped.
+	ReasonTopicRecreated
 )
 
 // String returns the reason's snake_case name, as used in logs and
@@ -68,6 +77,8 @@ func (r ResetReason) String() string {
 		return "log_truncation"
 	case ReasonTransactionAborted:
 		return "transaction_aborted"
+	case ReasonTopicRecreated:
+		return "topic_recreated"
 	}
 	return fmt.Sprintf("ResetReason(%d)", uint8(r))
 }

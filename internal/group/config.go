@@ -81,9 +81,10 @@ type Config struct {
 	// it must be below SessionTimeout.
 	HeartbeatInterval time.Duration
 	// MetadataInterval: how often the group's leader checks the
-	// subscribed topics' partition counts, starting a rebalance when one
-	// changed (classic protocol; the consumer protocol's coordinator does
-	// it itself). Default 30s.
+	// subscribed topics, starting a rebalance when one appeared, was
+	// deleted, changed its partition count or was deleted and created
+	// again (its topic id changed) (classic protocol; the consumer
+	// protocol's coordinator does it itself). Default 30s.
 	MetadataInterval time.Duration
 	// RetryBackoff: the pause before retrying a failed join, or an
 	// offset fetch answered UNSTABLE_OFFSET_COMMIT (see RequireStable).

@@ -228,7 +228,7 @@ func (s *runState) reconcile848(ctx context.Context) error {
 			return nil // a newer assignment arrived meanwhile
 		}
 	}
-	parts, err := s.fetchCommitted(ctx, added)
+	parts, err := s.assignedOffsets(ctx, added)
 	if err != nil {
 		if m.pending != nil && errors.Is(err, errRebalanced) {
 			return nil // a newer assignment arrived meanwhile: reconcile it

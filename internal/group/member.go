@@ -13,7 +13,6 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/joingroup"
-	"github.com/segmentio/kafka-go/protocol/metadata"
 	"github.com/segmentio/kafka-go/protocol/offsetcommit"
 	"github.com/segmentio/kafka-go/protocol/syncgroup"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +35,11 @@ type Partition struct {
 	LeaderEpoch int32
 	// Metadata is the commit's metadata string.
 	Metadata string
+	// TopicRecreated says the partition's topic was deleted and created
+	// again since the member's previous generation: what the group had
+	// committed for it (if anything) belonged to the deleted topic and
+	// was dropped, so Committed is -1.
+	TopicRecreated bool
 }
 
 // Assigned is sent once for every generation the member joins: the
@@ -189,6 +193,9 @@ type runState struct {
 	// when they were last checked.
 	leaderTopics map[string]int32
 	metaAt       time.Time
+	// watch is what the member knows of its subscribed topics (see
+	// topics.go).
+	watch topicWatch
 
 	lastAlive time.Time // the coordinator last renewed our session no earlier than this
 	lastHB    time.Time // when the last heartbeat was sent
@@ -416,7 +423,7 @@ func (s *runState) joinAndSync(ctx context.Context) error {
 	s.publish()
 	s.log.Info("joined the consumer group", zap.String("group", s.cfg.Group), zap.Int32("generation", s.gen),
 		zap.String("assignor", proto.name()), zap.Int("assigned", len(next)), zap.Int("added", len(added)), zap.Int("revoked", len(revoked)))
-	parts, err := s.fetchCommitted(ctx, added)
+	parts, err := s.assignedOffsets(ctx, added)
 	if err != nil {
 		// Without their offsets the owner cannot start them: give them
 		// back (the next rebalance sees them unowned) and rejoin.
@@ -533,7 +540,7 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 			topicSet[t] = true
 		}
 	}
-	topics, err := s.partitionCounts(ctx, sortedKeys(topicSet))
+	topics, err := s.leaderMetadata(ctx, sortedKeys(topicSet))
 	if err != nil {
 		return nil, err
 	}
@@ -547,45 +554,6 @@ func (s *runState) lead(ctx context.Context, a assignor, members []joingroup.Res
 		out = append(out, syncgroup.RequestAssignment{MemberID: mm.ID, Assignment: encodeAssignment(plan[mm.ID])})
 	}
 	return out, nil
-}
-
-// partitionCounts returns the partition count of each existing topic of
-// names.
-func (s *runState) partitionCounts(ctx context.Context, names []string) (map[string]int32, error) {
-	mctx, cancel := context.WithTimeout(ctx, s.cfg.SessionTimeout)
-	defer cancel()
-	if err := s.connect(mctx); err != nil {
-		return nil, err
-	}
-	resp, err := s.coord.roundTrip(mctx, minMetadata, &metadata.Request{TopicNames: names})
-	if err != nil {
-		s.dropConn()
-		return nil, err
-	}
-	topics := map[string]int32{}
-	for _, t := range resp.(*metadata.Response).Topics {
-		if t.ErrorCode == 0 {
-			topics[t.Name] = int32(len(t.Partitions))
-		} else {
-			s.log.Warn("a subscribed topic is not assignable", zap.String("topic", t.Name), zap.Error(kafka.Error(t.ErrorCode)))
-		}
-	}
-	return topics, nil
-}
-
-// checkPartitions, on the leader, rejoins (which starts a rebalance) when
-// a subscribed topic's partition count changed since its last assignment.
-func (s *runState) checkPartitions(ctx context.Context) {
-	s.metaAt = time.Now()
-	now, err := s.partitionCounts(ctx, sortedKeys(s.leaderTopics))
-	if err != nil {
-		s.log.Debug("checking partition counts failed", zap.String("group", s.cfg.Group), zap.Error(err))
-		return
-	}
-	if !maps.Equal(now, s.leaderTopics) {
-		s.log.Info("subscribed topics changed partitions; rebalancing", zap.String("group", s.cfg.Group))
-		s.rejoin = true
-	}
 }
 
 // errRebalanced ends a wait for stable offsets: the coordinator started a
