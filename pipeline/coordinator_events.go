@@ -47,6 +47,9 @@ func (txnFailedEvent) coordinatorEvent() {}
 type assignedPartition struct {
 	tp    offsetstore.TopicPartition
 	start offsetstore.StartRequest
+	// recreated: the topic was deleted and created again, so the start
+	// is the reset policy and its reset says topic_recreated.
+	recreated bool
 }
 
 // assignEvent starts a generation and the store that commits offsets

@@ -66,7 +66,7 @@ func (c *coordinator) onAssign(e *assignEvent) {
 			c.slots = append(c.slots, nil)
 		}
 		p := &partition{tp: a.tp, slot: slot, epoch: c.nextEpoch(), from: -1, committed: -1, leader: -1,
-			leaderEpoch: -1, fetchedEpoch: -1, validateEpoch: -1}
+			leaderEpoch: -1, fetchedEpoch: -1, validateEpoch: -1, recreated: a.recreated}
 		_, p.waitZombie = c.zombies[a.tp]
 		p.paused = c.paused[a.tp]
 		if l, ok := c.leaders[a.tp]; ok && l >= 0 {

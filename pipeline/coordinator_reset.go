@@ -104,6 +104,10 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 		}
 	case offsetstore.StartByPolicy:
 		reason = offsetstore.ReasonNoCommittedOffset
+		if p.recreated {
+			reason = offsetstore.ReasonTopicRecreated
+		}
+		p.recreated = false
 		if !byPolicy() {
 			c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: -1, LogStart: ls, HighWatermark: hw})
 			return

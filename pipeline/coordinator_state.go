@@ -76,6 +76,10 @@ type partition struct {
 	// seekEpoch is the epoch the last Seek gave the partition: batches
 	// handed out in older epochs were handed out before it.
 	seekEpoch offsetstore.Epoch
+	// recreated: the partition was assigned after its topic was deleted
+	// and created again; its start by the reset policy is reported as
+	// a topic_recreated reset (cleared once resolved).
+	recreated bool
 
 	op      op
 	fetcher *fetcher // fetcher of the fetch in flight

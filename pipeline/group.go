@@ -47,6 +47,18 @@ type member struct {
 	// idleSince is when this member last had no partition (the start of
 	// Run, or the end of a revoke that took them all).
 	idleSince time.Time
+	// stats, if set, is told when the member holds no partition
+	// (Stats.UnassignedSince).
+	stats *pipelineStats
+}
+
+// setIdle records that the member holds no partition since t, for the
+// rebalance observer and Stats.UnassignedSince.
+func (m *member) setIdle(t time.Time) {
+	m.idleSince = t
+	if m.stats != nil {
+		m.stats.unassigned.Store(t.UnixNano())
+	}
 }
 
 // run is the membership loop. It returns when ctx ends (after the last
@@ -84,7 +96,11 @@ func (m *member) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer group %q: %w", k.Group, err)
 	}
-	m.gen, m.owned, m.idleSince = offsets.NoGeneration, map[offsetstore.TopicPartition]bool{}, time.Now()
+	m.gen, m.owned = offsets.NoGeneration, map[offsetstore.TopicPartition]bool{}
+	m.setIdle(time.Now())
+	if m.stats != nil {
+		m.stats.grace.Store(int64(max(m.cfg.Kafka.MetadataMaxAge, time.Second) + k.SessionTimeout + k.RebalanceTimeout))
+	}
 	var wg conc.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = gm.Run(ctx) })
@@ -123,10 +139,13 @@ func (m *member) assigned(ctx context.Context, gm *group.Member, e group.Assigne
 			// against the leader's log before fetching (KIP-320)
 			start = offsetstore.CommittedAt(p.Committed, p.LeaderEpoch)
 		}
-		parts = append(parts, assignedPartition{tp: p.TopicPartition, start: start})
+		parts = append(parts, assignedPartition{tp: p.TopicPartition, start: start, recreated: p.TopicRecreated})
 		m.owned[p.TopicPartition] = true
 	}
 	m.newGeneration(ctx, gm, e.Generation, parts)
+	if len(m.owned) > 0 && m.stats != nil {
+		m.stats.unassigned.Store(0)
+	}
 	m.log.Info("generation started", zap.String("group", m.cfg.Consumer.Group), zap.Int32("generation", int32(e.Generation)),
 		zap.Int("added", len(parts)), zap.Int("partitions", len(m.owned)))
 	if m.obs != nil {
@@ -206,7 +225,7 @@ func (m *member) revoke(ctx context.Context, gm *group.Member, gen offsets.Gener
 		delete(m.owned, tp)
 	}
 	if len(m.owned) == 0 {
-		m.idleSince = now
+		m.setIdle(now)
 	}
 	if !m.loop.send(rctx, ev) {
 		return

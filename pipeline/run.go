@@ -366,7 +366,7 @@ func (r *runner) run(ctx context.Context) error {
 	p.loop.Store(loop)
 	defer p.loop.Store(nil)
 
-	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs, txn: txn}
+	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs, txn: txn, stats: &p.stats}
 	err = m.run(memberCtx)
 	if cause := context.Cause(memberCtx); ctx.Err() == nil && cause != nil && err == nil {
 		err = fmt.Errorf("exactly_once: %w", cause)

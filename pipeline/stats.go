@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // Stats are a pipeline's counters and the state of its partitions.
@@ -55,8 +56,32 @@ type Stats struct {
 	// (empty when none waits).
 	WaitingForOutput int64
 	OutputError      string
+	// UnassignedSince is when the pipeline last came to hold no
+	// partition of its subscribed topics (its start, or the revoke or
+	// loss that took the last ones); zero while it holds some. A
+	// pipeline that holds none for longer than UnassignedGrace is not
+	// consuming anything: the subscribed topics do not exist (or were
+	// deleted), or the group has more members than partitions.
+	UnassignedSince time.Time
+	// UnassignedGrace is how long holding no partition is normal: the
+	// time the group takes to notice a topic that appeared and hand out
+	// its partitions (kafka.metadata_max_age, at least 1s, +
+	// consumer.session_timeout + consumer.rebalance_timeout).
+	UnassignedGrace time.Duration
 	// Partitions is the state of every partition assigned now.
 	Partitions []PartitionStatus
+}
+
+// Unassigned says how long the pipeline has held no partition at now
+// when that is longer than UnassignedGrace, and zero otherwise.
+func (s Stats) Unassigned(now time.Time) time.Duration {
+	if s.UnassignedSince.IsZero() || len(s.Partitions) > 0 {
+		return 0
+	}
+	if d := now.Sub(s.UnassignedSince); d > s.UnassignedGrace {
+		return d
+	}
+	return 0
 }
 
 type pipelineStats struct {
@@ -66,6 +91,10 @@ type pipelineStats struct {
 	stuck       atomic.Int64
 	waiting     atomic.Int64
 	outputErr   atomic.Pointer[string]
+	// unassigned is Stats.UnassignedSince in Unix nanoseconds (0:
+	// partitions held), set by the member; grace is UnassignedGrace.
+	unassigned atomic.Int64
+	grace      atomic.Int64
 }
 
 // unavailable takes a process.Chain's OnUnavailable report.
@@ -84,7 +113,13 @@ func (s *pipelineStats) snapshot() Stats {
 	if e := s.outputErr.Load(); e != nil {
 		outputErr = *e
 	}
+	var since time.Time
+	if n := s.unassigned.Load(); n != 0 {
+		since = time.Unix(0, n)
+	}
 	return Stats{
+		UnassignedSince:     since,
+		UnassignedGrace:     time.Duration(s.grace.Load()),
 		BufferedBytes:       s.coord.bufferedBytes.Load(),
 		MaxBufferedBytes:    s.coord.maxBuffered.Load(),
 		FetchesInFlight:     s.coord.fetching.Load(),

@@ -85,7 +85,10 @@ func health(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 // assigned partition is being consumed; 503 with the reasons when it is
 // not running, a partition is stopped (with the partition and its
 // error), an output or the dead-letter topic is unavailable (partitions
-// wait for it), or a stage call is stuck past processing_timeout:
+// wait for it), the pipeline has held no partition for longer than
+// Stats.UnassignedGrace (its topics are missing or were deleted, or the
+// group has more members than partitions), or a stage call is stuck
+// past processing_timeout:
 // {"status":"not ready","reasons":["events/3 stopped: ..."]}.
 func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -103,6 +106,11 @@ func ready(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline) {
 	if s.WaitingForOutput > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d partition call(s) waiting for an unavailable output (retrying, nothing dead-lettered): %s",
 			s.WaitingForOutput, s.OutputError))
+	}
+	if d := s.Unassigned(time.Now()); d > 0 {
+		reasons = append(reasons, fmt.Sprintf("no partition of the subscribed topics assigned for %v (grace %v: kafka.metadata_max_age + "+
+			"consumer.session_timeout + consumer.rebalance_timeout): check that the topics exist (processor topics list) and "+
+			"that the group has no more members than partitions", d.Round(time.Second), s.UnassignedGrace))
 	}
 	if s.StuckCalls > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d stage call(s) stuck past processing_timeout (a stage ignores its context)", s.StuckCalls))

@@ -85,7 +85,7 @@ func newMetrics() *metrics {
 		revoked:        f.counter("partitions_revoked_total", "Partitions revoked from this member, summed over generations (the stop's included)."),
 		rebalancePause: f.histogram("rebalance_pause_seconds", "Time this member fetched nothing before a generation began: since the previous revoke began (or the start).", pauseBuckets),
 
-		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark, log_truncation, transaction_aborted; no_committed_offset is where a partition the group never committed started.", "reason"),
+		resets:       f.counters("resets_total", "Partition position changes by reason: seek, below_log_start, above_high_watermark, log_truncation, transaction_aborted, topic_recreated; no_committed_offset is where a partition the group never committed started.", "reason"),
 		resetSkipped: f.counters("reset_skipped_offsets_total", "Offsets skipped by resets (records not processed), by reason.", "reason"),
 		stops:        f.counters("partition_stops_total", "Partitions stopped, by reason: record_failed (dead_letter policy stop), dead_letter_refused, no_valid_offset (auto_offset_reset none), corrupt_records.", "reason"),
 
