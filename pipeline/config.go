@@ -97,6 +97,18 @@ type KafkaConfig struct {
 	// the start with an error naming it. Consumed topics are never
 	// created.
 	CreateTopics bool `yaml:"create_topics"`
+	// MaxBatchBytes bounds one record batch written to an output or
+	// dead-letter topic, and so the largest record (Kafka refuses a
+	// batch over the topic's max.message.bytes). Left out (or 0): each
+	// topic's max.message.bytes, read at its first write (1MiB, Kafka's
+	// default, when it cannot be read: no DescribeConfigs permission).
+	// Set it to write records larger than that default where the
+	// topic's configuration cannot be read, or to refuse records
+	// smaller than the topic allows. A record over the limit is refused
+	// before anything is sent and dead-lettered (truncated: the dead
+	// letter keeps the key, error and headers, not the value). From
+	// 1KiB to 1GiB.
+	MaxBatchBytes ByteSize `yaml:"max_batch_bytes"`
 }
 
 // TLS enables TLS to the brokers.
@@ -573,6 +585,9 @@ func checkHostPort(a string) string {
 }
 
 func (c Config) validateSizes(bad func(key, format string, args ...any)) {
+	if b := c.Kafka.MaxBatchBytes; b != 0 && (b < KiB || b > limits.MaxFetchBytes) {
+		bad("kafka.max_batch_bytes", "%v is outside 1KiB..1GiB (left out: each topic's max.message.bytes)", b)
+	}
 	k := c.Consumer
 	for _, s := range []struct {
 		key string

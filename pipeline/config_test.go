@@ -43,6 +43,12 @@ func TestValidate(t *testing.T) {
 		{name: "request size over 32 bits", edit: func(c *pipeline.Config) {
 			c.Consumer.FetchMaxBytes, c.Consumer.BufferBytes = 4*pipeline.GiB, 8*pipeline.GiB
 		}, wants: []string{"consumer.fetch_max_bytes: 4GiB is outside"}},
+		{name: "batch limit below 1KiB", edit: func(c *pipeline.Config) { c.Kafka.MaxBatchBytes = 512 },
+			wants: []string{"kafka.max_batch_bytes: 512B is outside 1KiB..1GiB"}},
+		{name: "batch limit over 1GiB", edit: func(c *pipeline.Config) { c.Kafka.MaxBatchBytes = 2 * pipeline.GiB },
+			wants: []string{"kafka.max_batch_bytes: 2GiB is outside 1KiB..1GiB"}},
+		{name: "negative batch limit", edit: func(c *pipeline.Config) { c.Kafka.MaxBatchBytes = -1 },
+			wants: []string{"kafka.max_batch_bytes:"}},
 		{name: "heartbeat not below session", edit: func(c *pipeline.Config) {
 			c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout = time.Minute, time.Second
 		}, wants: []string{"consumer.heartbeat_interval:"}},

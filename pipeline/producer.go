@@ -62,13 +62,13 @@ func NewProducer(cfg KafkaConfig, topic string) (*Producer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newProducer(conn, topic, c.MetadataMaxAge), nil
+	return newProducer(conn, topic, c.MetadataMaxAge, c.MaxBatchBytes), nil
 }
 
-func newProducer(conn *connection, topic string, metadataTTL time.Duration) *Producer {
+func newProducer(conn *connection, topic string, metadataTTL time.Duration, maxBatch ByteSize) *Producer {
 	t := conn.transport(metadataTTL, []string{topic})
 	return &Producer{
-		p:         produce.New(kafkawire.New(t, conn.addr()), produce.Config{}),
+		p:         produce.New(kafkawire.New(t, conn.addr()), produce.Config{MaxBatchBytes: int(maxBatch)}),
 		topic:     topic,
 		transport: t,
 	}

@@ -75,7 +75,7 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 		}
 	}
 	if r.sink == nil && p.cfg.DeadLetter.Policy == DeadLetterTopic {
-		s := newProducer(conn, p.cfg.DeadLetter.Topic, p.cfg.Kafka.MetadataMaxAge)
+		s := newProducer(conn, p.cfg.DeadLetter.Topic, p.cfg.Kafka.MetadataMaxAge, p.cfg.Kafka.MaxBatchBytes)
 		r.sink, r.closeSink = s, s.Close
 	}
 	return r, nil
@@ -610,7 +610,7 @@ func (r *runner) startTransactions(ctx context.Context, client *kafkawire.Client
 	cfg := r.p.cfg
 	id := transactionalID(cfg.Consumer)
 	prod := produce.New(client, produce.Config{
-		TransactionalID: id, TransactionTimeout: cfg.TransactionTimeout,
+		TransactionalID: id, TransactionTimeout: cfg.TransactionTimeout, MaxBatchBytes: int(cfg.Kafka.MaxBatchBytes),
 		OnTxnFailed: func(err error) {
 			select {
 			// fenced is not fatal yet: the abort finds out whether a

@@ -73,14 +73,27 @@ func (e *SinkError) Error() string {
 
 func (e *SinkError) Unwrap() error { return e.Err }
 
-// RecordTooLargeError is a record that does not fit in one batch of
-// MaxBatchBytes. It is marked stages.Permanent when returned.
+// RecordTooLargeError is a record that does not fit in one batch of the
+// topic's limit (Config.MaxBatchBytes, or the topic's max.message.bytes).
+// It is marked stages.Permanent when returned.
 type RecordTooLargeError struct {
 	Topic string
 	Size  int
 	Limit int
+
+	from      limitSource
+	lookupErr error
 }
 
 func (e *RecordTooLargeError) Error() string {
-	return fmt.Sprintf("record too large: %d bytes encoded for topic %q, over the batch limit of %d bytes", e.Size, e.Topic, e.Limit)
+	msg := fmt.Sprintf("record too large: %d bytes encoded for topic %q, over the batch limit of %d bytes", e.Size, e.Topic, e.Limit)
+	switch e.from {
+	case limitConfig:
+		msg += " (kafka.max_batch_bytes; raise it, up to the topic's max.message.bytes, for larger records)"
+	case limitTopic:
+		msg += " (the topic's max.message.bytes: raise it, and the brokers' message.max.bytes, for larger records)"
+	case limitDefault:
+		msg += fmt.Sprintf(" (Kafka's default max.message.bytes: the topic's own could not be read: %v; set kafka.max_batch_bytes to the topic's max.message.bytes)", e.lookupErr)
+	}
+	return msg
 }

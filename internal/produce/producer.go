@@ -35,8 +35,11 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// MaxBatchBytes bounds one partition's record batch in a request.
 	// A single record larger than this fails its whole Produce call,
-	// before anything is sent, with a RecordTooLargeError.
-	// Default 1 MiB (Kafka's default max.message.bytes).
+	// before anything is sent, with a RecordTooLargeError. Default (0):
+	// each topic's max.message.bytes, the largest batch the broker
+	// accepts for it, read with DescribeConfigs on the topic's first
+	// call and kept; DefaultMaxBatchBytes (Kafka's default) when it
+	// cannot be read, asked again a minute later.
 	MaxBatchBytes int
 	// MaxAttempts is how often one batch is sent before a transient
 	// error (no leader, timeout, network) is returned. Default 10.
@@ -68,9 +71,6 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.TransactionTimeout <= 0 {
 		c.TransactionTimeout = 10 * time.Second
-	}
-	if c.MaxBatchBytes <= 0 {
-		c.MaxBatchBytes = 1 << 20
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 10
@@ -114,7 +114,8 @@ type Producer struct {
 	epochJumps int64
 	parts      map[partitionKey]*partition
 	rr         uint32
-	txn        txnState // transactional producers only, see txn.go
+	txn        txnState               // transactional producers only, see txn.go
+	limits     map[string]cachedLimit // batch limits by topic, see limit.go
 }
 
 // partitionKey names a partition.
@@ -242,6 +243,7 @@ func (p *Producer) produce(ctx context.Context, topic string, records []stages.R
 	if err := c.route(ctx, records); err != nil {
 		return false, destinationError(ctx, err)
 	}
+	c.limit = p.limitFor(ctx, topic)
 	if err := c.checkSizes(records); err != nil {
 		return false, err
 	}
@@ -271,6 +273,7 @@ func (p *Producer) produce(ctx context.Context, topic string, records []stages.R
 type call struct {
 	p       *Producer
 	topic   string
+	limit   batchLimit // the topic's batch limit
 	now     int64
 	assign  []int32 // partition of each record
 	order   []int32 // record indices grouped by partition, stable
@@ -373,7 +376,7 @@ func (c *call) route(ctx context.Context, records []stages.Record) error {
 // not fit in a batch of MaxBatchBytes on its own (as encode measures it:
 // the first record of a batch).
 func (c *call) checkSizes(records []stages.Record) error {
-	limit := c.p.cfg.MaxBatchBytes
+	limit := c.limit.bytes
 	for i := range records {
 		r := &records[i]
 		ts := c.now
@@ -381,7 +384,7 @@ func (c *call) checkSizes(records []stages.Record) error {
 			ts = r.Timestamp.UnixMilli()
 		}
 		if size := batchHeaderSize + encodedSize(r, ts, ts, 0); size > limit {
-			return stages.Permanent(&RecordTooLargeError{Topic: c.topic, Size: size, Limit: limit})
+			return stages.Permanent(&RecordTooLargeError{Topic: c.topic, Size: size, Limit: limit, from: c.limit.from, lookupErr: c.limit.err})
 		}
 	}
 	return nil
@@ -469,7 +472,7 @@ func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
 	e := ch.enc
 	e.reset(txn)
 	e.compressWith(c.p.cfg.Compression)
-	limit := c.p.cfg.MaxBatchBytes
+	limit := c.limit.bytes
 	n := 0
 	for _, i := range ch.recs {
 		r := &records[i]
