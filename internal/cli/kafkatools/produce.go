@@ -96,6 +96,7 @@ with an error naming it; the lines before it were written.`,
 func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool) error {
 	parts := &partitionChooser{by: kgo.UniformBytesPartitioner(64<<10, true, true, nil)} // kgo's default for the rest
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(parts)}
+	opts = append(opts, o.cluster.batchLimitOpts(ctx, c, o.topic)...) // records up to the topic's max.message.bytes
 	cl, _, err := o.cluster.client(c, "-produce", opts...)
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func produceHint(err error, r *kgo.Record, topic string, partitions int32) strin
 			}
 		}
 		return fmt.Sprintf("the record of line %d holds %d bytes of key, value and headers, more than the topic accepts: "+
-			"see its max.message.bytes (and the brokers' message.max.bytes); produce itself sends at most about 1 MB per record", info.line, size)
+			"see its max.message.bytes (and the brokers' message.max.bytes), which produce sends up to (or kafka.max_batch_bytes when set)", info.line, size)
 	case info.named && partitions > 0 && r.Partition >= partitions:
 		return fmt.Sprintf("line %d asks for partition %d, but %q has %d partition(s), 0 to %d: "+
 			"fix the line's partition, give --partition, or --by-key to choose by key", info.line, r.Partition, topic, partitions, partitions-1)
