@@ -3,7 +3,10 @@ package kafkatools
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -31,6 +34,9 @@ type clusterFlags struct {
 	username    string
 	passwordEnv string
 	timeout     time.Duration
+	// sasl is the SASL mechanism settings chose ("": none), for the hint
+	// of an error.
+	sasl string
 }
 
 func (f *clusterFlags) add(fs *pflag.FlagSet) {
@@ -44,7 +50,7 @@ func (f *clusterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mechanism, "sasl-mechanism", "", "SASL `MECHANISM`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	fs.StringVar(&f.username, "sasl-username", "", "SASL user `NAME`")
 	fs.StringVar(&f.passwordEnv, "sasl-password-env", "KAFKA_PASSWORD", "environment `VARIABLE` holding the SASL password (never a flag: flags show in ps)")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers (produce: for each record's)")
 }
 
 // errEmbedded: a file with kafka.embedded names no cluster another
@@ -89,6 +95,9 @@ func (f *clusterFlags) settings(c *cli) (pipeline.KafkaConfig, *config.Config, e
 	if f.timeout > 0 {
 		k.DialTimeout = f.timeout
 	}
+	if k.SASL != nil {
+		f.sasl = k.SASL.Mechanism
+	}
 	return k, cfg, nil
 }
 
@@ -118,20 +127,42 @@ func (f *clusterFlags) withAdmin(ctx context.Context, c *cli, fn func(ctx contex
 
 // withAdminTo is withAdmin for settings already read.
 func (f *clusterFlags) withAdminTo(ctx context.Context, k pipeline.KafkaConfig, fn func(ctx context.Context, adm *kadm.Client) error) error {
-	adm, err := kafkaclient.NewAdmin(k, "-offsets")
+	cl, err := kafkaclient.NewClient(k, "-offsets")
 	if err != nil {
 		return clibase.Failure("%v", err)
 	}
-	defer adm.Close()
+	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return fn(ctx, adm)
+	if err := f.reach(ctx, cl); err != nil {
+		return err
+	}
+	return fn(ctx, kadm.NewClient(cl))
+}
+
+// reach checks that the cluster answers cl within --timeout: a client
+// that cannot reach it (nothing listens, the listener never answers or
+// refuses the SASL handshake) retries its requests until killed.
+func (f *clusterFlags) reach(ctx context.Context, cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil { // one try a broker: the error is the cause, not the deadline
+		return f.unreachable(err)
+	}
+	return nil
 }
 
 // unreachable wraps an error talking to the cluster with what to check.
 func (f *clusterFlags) unreachable(err error) error {
 	if errors.As(err, new(clibase.Failed)) {
 		return err // says what to check already
+	}
+	if f.sasl != "" && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return clibase.Failure("%v: the broker closed the connection at SASL %s authentication "+
+			"(check that its listener takes SASL, and the mechanism; without SASL leave out --sasl-mechanism and kafka.sasl)", err, f.sasl)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("no answer within --timeout %v", f.timeout)
 	}
 	return clibase.Failure("%v (check --brokers or the file's kafka: settings, and that the cluster is up; --timeout is %v)", err, f.timeout)
 }

@@ -102,13 +102,21 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 		return err
 	}
 	defer cl.Close()
+	if err := o.cluster.reach(ctx, cl); err != nil {
+		return err
+	}
 	var (
 		mu       sync.Mutex
 		firstErr error
 		failed   *kgo.Record
 		acked    int64
+		prog     progress
 	)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer watchStall(&prog, o.cluster.timeout, cancel)()
 	done := func(r *kgo.Record, err error) {
+		defer prog.settled.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && firstErr == nil {
@@ -141,12 +149,16 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 			r.Partition, named = o.partition, true
 		}
 		r.Context = context.WithValue(ctx, lineKey{}, lineInfo{line: lines, named: named})
+		prog.sent.Add(1)
 		cl.Produce(ctx, r, done)
 	}
 	flushErr := cl.Flush(ctx)
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
+	case errors.Is(context.Cause(ctx), errStalled):
+		return clibase.Failure("%d of %d record(s) acknowledged; %v for --timeout %v while records waited "+
+			"(check that the brokers are up, and that the topic %q exists and its partitions have leaders)", acked, lines, errStalled, o.cluster.timeout, o.topic)
 	case firstErr != nil:
 		return clibase.Failure("%d of %d record(s) acknowledged; writing to %q failed: %v (%s)",
 			acked, lines, o.topic, firstErr, produceHint(firstErr, failed, o.topic, parts.count.Load()))
