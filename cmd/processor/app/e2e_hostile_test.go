@@ -70,3 +70,44 @@ func TestBinaryToolsEndWithinTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryProduceJSONOneRecordPerLine: produce -i json takes one record
+// a line; more on a line is an error naming the line, after which
+// nothing more is written; blank lines are skipped.
+func TestBinaryProduceJSONOneRecordPerLine(t *testing.T) {
+	topics := []string{"j0", "j1", "j2", "j3", "j4"}
+	addr, _ := startBroker(t, "--topics", strings.Join(topics, ","))
+	tests := []struct {
+		name, input string
+		code        int
+		errText     string   // in stderr
+		want        []string // the values written
+	}{
+		{"two records on a line", `{"value":"a"}{"value":"b"}` + "\n", ExitFailure,
+			`line 1: "{\"value\":\"b\"}" follows the record: write one JSON record per line`, nil},
+		{"garbage after a record", `{"value":"x"}` + "\n" + `{"value":"c"} garbage` + "\n", ExitFailure,
+			`line 2: "garbage" follows the record`, []string{"x"}},
+		{"blank lines are skipped", "\n" + `{"value":"a"}` + "\n  \n\r\n" + `{"value":"b"}` + "\n\n", ExitOK,
+			`produced 2 record(s)`, []string{"a", "b"}},
+		{"a line number counts blank lines", `{"value":"a"}` + "\n\n" + `{"value":` + "\n", ExitFailure,
+			`line 3: not a record as consume -o json prints it`, []string{"a"}},
+		{"spaces around a record", `  {"value":"a"}  ` + "\r\n", ExitOK, `produced 1 record(s)`, []string{"a"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			topic := topics[i]
+			code, _, errOut := runBinary(t, tt.input, "produce", "--brokers", addr, "--topic", topic, "-i", "json")
+			if code != tt.code || !strings.Contains(errOut, tt.errText) {
+				t.Fatalf("exit %d, want %d; stderr %q lacks %q", code, tt.code, errOut, tt.errText)
+			}
+			code, out, errOut := runBinary(t, "", "consume", "--brokers", addr, "--topic", topic, "-o", "value")
+			if code != ExitOK {
+				t.Fatalf("consume: exit %d: %s", code, errOut)
+			}
+			got := strings.Fields(out)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("written %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -47,7 +47,9 @@ line is a record as consume --output json (or the log stage's json format)
 prints it (key, value, headers, timestamp, partition; key_base64 and
 value_base64 for binary data), so a topic's records can be copied exactly:
 consume -o json ... | produce -i json .... A timestamp a Kafka record
-cannot hold (before 1970, after 2262) is refused.
+cannot hold (before 1970, after 2262) is refused. A JSON line holds
+exactly one record: anything after it on the line is an error naming the
+line; blank lines are skipped.
 
 Records go to the partition their key hashes to (records without a key
 fill one partition's batch at a time), to the partition a JSON line names,
@@ -129,7 +131,7 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 	if in == nil {
 		in = strings.NewReader("")
 	}
-	lines, readErr := 0, error(nil)
+	lines, records, readErr := 0, 0, error(nil)
 	rd := bufio.NewReaderSize(in, 1<<20)
 	for {
 		line, err := rd.ReadBytes('\n')
@@ -140,6 +142,10 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 			break
 		}
 		lines++
+		if o.input == "json" && len(bytes.TrimSpace(line)) == 0 {
+			continue // a blank line holds no record (see the help)
+		}
+		records++
 		r, named, perr := o.record(line)
 		if perr != nil {
 			readErr = fmt.Errorf("line %d: %w", lines, perr)
@@ -158,10 +164,10 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 	switch {
 	case errors.Is(context.Cause(ctx), errStalled):
 		return clibase.Failure("%d of %d record(s) acknowledged; %v for --timeout %v while records waited "+
-			"(check that the brokers are up, and that the topic %q exists and its partitions have leaders)", acked, lines, errStalled, o.cluster.timeout, o.topic)
+			"(check that the brokers are up, and that the topic %q exists and its partitions have leaders)", acked, records, errStalled, o.cluster.timeout, o.topic)
 	case firstErr != nil:
 		return clibase.Failure("%d of %d record(s) acknowledged; writing to %q failed: %v (%s)",
-			acked, lines, o.topic, firstErr, produceHint(firstErr, failed, o.topic, parts.count.Load()))
+			acked, records, o.topic, firstErr, produceHint(firstErr, failed, o.topic, parts.count.Load()))
 	case flushErr != nil:
 		return clibase.Failure("%d record(s) acknowledged before the wait ended: %v", acked, flushErr)
 	case readErr != nil:
@@ -278,6 +284,9 @@ func (o *produceOptions) record(line []byte) (r *kgo.Record, named bool, err err
 		if err := dec.Decode(&j); err != nil {
 			return nil, false, fmt.Errorf("not a record as consume -o json prints it: %w", err)
 		}
+		if rest := bytes.TrimSpace(line[dec.InputOffset():]); len(rest) > 0 {
+			return nil, false, fmt.Errorf("%q follows the record: write one JSON record per line", clip(rest, 20))
+		}
 		if j.Partition != nil && *j.Partition < 0 {
 			return nil, false, fmt.Errorf("partition %d: use 0 or more, or leave it out to choose by key", *j.Partition)
 		}
@@ -301,4 +310,12 @@ func (o *produceOptions) record(line []byte) (r *kgo.Record, named bool, err err
 	}
 	r.Headers = o.recordHeaders // shared by every record: the client only reads them
 	return r, false, nil
+}
+
+// clip is b, cut to at most n bytes with "..." after if it was longer.
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
 }
