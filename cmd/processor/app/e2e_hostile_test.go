@@ -2,6 +2,7 @@ package app
 
 import (
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,34 @@ func TestBinaryProduceJSONOneRecordPerLine(t *testing.T) {
 			got := strings.Fields(out)
 			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
 				t.Errorf("written %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBinaryToolsHideSecrets: a tool reading a configuration (-c) hides
+// the secrets it was given (${VAR} values) as run's log does, in text and
+// JSON output and in its messages.
+func TestBinaryToolsHideSecrets(t *testing.T) {
+	addr, _ := startBroker(t, "--topics", "in")
+	const token = "tok-5f3a9c2e71"
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", strings.NewReplacer("group: e2e", "group: g-${MY_API_TOKEN}").Replace(recordConfig))
+	env := []string{"BROKERS=" + addr, "RECORD_FILE=" + filepath.Join(dir, "r.txt"), "MY_API_TOKEN=" + token}
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"offsets describe", []string{"offsets", "describe"}, ExitOK},
+		{"offsets describe -o json", []string{"offsets", "describe", "-o", "json"}, ExitOK},
+		{"offsets describe --topic", []string{"offsets", "describe", "--topic", "in"}, ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runProgram(t, testBinary(t), env, "", append(tt.args, "-c", cfg)...)
+			if code != tt.code || strings.Contains(out+errOut, token) || !strings.Contains(out+errOut, "g-[redacted]") {
+				t.Errorf("exit %d, want %d; the token shows or g-[redacted] does not:\n%s%s", code, tt.code, out, errOut)
 			}
 		})
 	}

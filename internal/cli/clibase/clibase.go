@@ -15,8 +15,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/stages"
 )
+
+// HideSecrets makes env's output hide the secrets r knows (a loaded
+// configuration's Redactor, as run's log does) from now on: Stderr, so
+// the error Execute prints too, and Stdout unless records is set (a
+// command whose standard output is record data, which must come out as
+// it is). A nil r hides nothing.
+func (env *Env) HideSecrets(r *logging.Redactor, records bool) {
+	env.Stderr = r.Writer(env.Stderr)
+	if !records {
+		env.Stdout = r.Writer(env.Stdout)
+	}
+}
 
 // Exit codes of a command line (app.Main returns them).
 const (

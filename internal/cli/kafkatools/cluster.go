@@ -34,6 +34,9 @@ type clusterFlags struct {
 	username    string
 	passwordEnv string
 	timeout     time.Duration
+	// records: the command's standard output is record data (consume),
+	// which hiding the file's secrets must not change.
+	records bool
 	// sasl is the SASL mechanism settings chose ("": none), for the hint
 	// of an error.
 	sasl string
@@ -71,6 +74,7 @@ func (f *clusterFlags) settings(c *cli) (pipeline.KafkaConfig, *config.Config, e
 			clibase.PrintConfigError(c.Stderr, err)
 			return k, nil, clibase.Failure("%s: fix the problems above, or give the cluster with --brokers", f.config)
 		}
+		c.HideSecrets(cfg.Redactor, f.records)
 		k = cfg.Pipeline.Kafka
 		if cfg.Embedded != nil && len(f.brokers) == 0 {
 			return k, nil, clibase.Failure("%s %v", f.config, errEmbedded)

@@ -83,6 +83,7 @@ per line.`,
 	}
 	f := cmd.Flags()
 	o.cluster.add(f)
+	o.cluster.records = true
 	f.StringVarP(&o.topic, "topic", "t", "", "the `TOPIC` to read (required)")
 	f.Int32SliceVarP(&o.partitions, "partitions", "p", nil, "only these partitions (default: all)")
 	f.StringVar(&o.from, "from", "earliest", "where to start: earliest, latest, OFFSET, -N (N before the end) or an RFC 3339 time")
