@@ -270,7 +270,7 @@ type ConsumerConfig struct {
 	// default: JoinGroup and SyncGroup, the leader assigns with
 	// Assignor) or consumer (KIP-848, Kafka 4.0 or later: the group
 	// coordinator assigns with RemoteAssignor; every rebalance is
-	// incremental, and Assignor is not used).
+	// incremental, and setting Assignor is an error).
 	GroupProtocol string `yaml:"group_protocol"`
 	// RemoteAssignor is the broker-side assignor of the consumer
 	// protocol: uniform or range; empty (the default) is the broker's
@@ -435,6 +435,7 @@ func FieldErrors(err error) []*FieldError {
 // each a *FieldError naming its key (see FieldErrors). The bounds are
 // Kafka's where Kafka sets them (see each field).
 func (c Config) Validate() error {
+	assignorSet := c.Consumer.Assignor != "" // before the default fills it
 	c = c.withDefaults()
 	var errs []error
 	// bad reports a problem at key; badValue one about value, which the
@@ -498,6 +499,10 @@ func (c Config) Validate() error {
 			bad("consumer.remote_assignor", "only the consumer group protocol uses it (set group_protocol: consumer, or remove it)")
 		}
 	case GroupProtocolConsumer:
+		if assignorSet {
+			bad("consumer.assignor", "the consumer group protocol (KIP-848) does not use it: the broker assigns the partitions "+
+				"(remove it; consumer.remote_assignor chooses the broker's assignor, Kafka's group.remote.assignor)")
+		}
 		if k.RemoteAssignor != "" && k.RemoteAssignor != "uniform" && k.RemoteAssignor != "range" {
 			bad("consumer.remote_assignor", "%q is not uniform or range", k.RemoteAssignor)
 		}

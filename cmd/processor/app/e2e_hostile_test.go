@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,42 @@ func TestBinaryToolsHideSecrets(t *testing.T) {
 			code, out, errOut := runProgram(t, testBinary(t), env, "", append(tt.args, "-c", cfg)...)
 			if code != tt.code || strings.Contains(out+errOut, token) || !strings.Contains(out+errOut, "g-[redacted]") {
 				t.Errorf("exit %d, want %d; the token shows or g-[redacted] does not:\n%s%s", code, tt.code, out, errOut)
+			}
+		})
+	}
+}
+
+// TestBinaryLintAssignorUnderKIP848: lint reports consumer.assignor at
+// its line when group_protocol is consumer (the broker assigns), even
+// set to the default; without it, or under classic, the file is fine.
+func TestBinaryLintAssignorUnderKIP848(t *testing.T) {
+	const file = `kafka: {brokers: ["localhost:9092"]}
+consumer:
+  group: g
+  topics: [in]
+  %s
+pipeline:
+  - stage: record
+    file: r.txt
+`
+	tests := []struct {
+		name, consumer string
+		code           int
+		want           string // in the output
+	}{
+		{"assignor under consumer", "group_protocol: consumer\n  assignor: range", ExitFailure,
+			"c.yaml:6:3: consumer.assignor: the consumer group protocol (KIP-848) does not use it: the broker assigns the partitions " +
+				"(remove it; consumer.remote_assignor chooses the broker's assignor, Kafka's group.remote.assignor)"},
+		{"the default assignor, named", "group_protocol: consumer\n  assignor: cooperative-sticky", ExitFailure, "c.yaml:6:3: consumer.assignor:"},
+		{"remote_assignor under consumer", "group_protocol: consumer\n  remote_assignor: uniform", ExitOK, ""},
+		{"assignor under classic", "group_protocol: classic\n  assignor: range", ExitOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(file, tt.consumer))
+			code, out, errOut := runBinary(t, "", "lint", cfg)
+			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
+				t.Errorf("exit %d, want %d; output lacks %q:\n%s%s", code, tt.code, tt.want, out, errOut)
 			}
 		})
 	}
