@@ -30,7 +30,8 @@
 //	timestamp  time.Time          the record's timestamp
 //	json       any                the value parsed as JSON: map, array, number,
 //	                              string, bool; nil if the value is not
-//	                              valid JSON (or is null)
+//	                              valid JSON (or is null); a leading
+//	                              UTF-8 byte order mark is skipped
 //
 // Null is not empty: value == nil is true for a tombstone only, value ==
 // "" for an empty value only, and headers["h"] is nil for a null header

@@ -175,7 +175,7 @@ var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("fromJSON needs a string, not %s", typeName(params[0]))
 	}
-	b := unsafe.Slice(unsafe.StringData(s), len(s)) // read only; decoded strings may share it, as strings
+	b := jsonText(unsafe.Slice(unsafe.StringData(s), len(s))) // read only; decoded strings may share it, as strings
 	sc := scanJSON(b)
 	switch {
 	case !sc.valid:
@@ -609,12 +609,13 @@ func (e *evaluator) load(r *stages.Record) error {
 	}
 	e.projected = false
 	if u&useJSON != 0 {
-		d := docFor(e.cache, &e.docs, r.Value)
-		if s := e.slots; s != nil && d.projectInto(r.Value, e.reads.layout.set, s.fields, &e.box) {
-			e.projected, s.doc, s.raw = true, d, r.Value
+		text := jsonText(r.Value)
+		d := docFor(e.cache, &e.docs, text)
+		if s := e.slots; s != nil && d.projectInto(text, e.reads.layout.set, s.fields, &e.box) {
+			e.projected, s.doc, s.raw = true, d, text
 			return nil
 		}
-		v, err := d.value(r.Value)
+		v, err := d.value(text)
 		env[varJSON] = v
 		return err
 	}

@@ -50,7 +50,8 @@ func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 	e := newEvaluator(ctx, f.reads, len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if eq := f.cond.equals; eq != nil {
-			if keep, ok := eq.test(docFor(e.cache, &e.docs, r.Value), r.Value); ok {
+			text := jsonText(r.Value)
+			if keep, ok := eq.test(docFor(e.cache, &e.docs, text), text); ok {
 				if keep {
 					return passed, nil
 				}

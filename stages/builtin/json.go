@@ -65,7 +65,11 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	var docs docAlloc
 	docs.docs.reserve(len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
-		if err := j.check(docFor(cache, &docs, r.Value), r.Value, seen); err != nil {
+		text := jsonText(r.Value)
+		if err := j.check(docFor(cache, &docs, text), text, seen); err != nil {
+			if len(text) < len(r.Value) {
+				err = fmt.Errorf("after its UTF-8 byte order mark, %w", err)
+			}
 			return failed, stages.Permanent(err)
 		}
 		return passed, nil

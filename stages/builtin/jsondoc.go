@@ -82,6 +82,22 @@ const (
 	spansLeft  = 64
 )
 
+// utf8BOM is the UTF-8 byte order mark, which some Windows tools write
+// at the start of a file or message.
+const utf8BOM = "\xef\xbb\xbf"
+
+// jsonText is the bytes of a record value read as JSON: without a
+// leading UTF-8 byte order mark, which RFC 8259 (section 8.1) lets a
+// parser ignore. Every reader of a value's JSON (docFor and the doc's
+// methods, the json stage, fromJSON) is given these bytes, so the doc's
+// spans and its cache key agree.
+func jsonText(v []byte) []byte {
+	if len(v) >= len(utf8BOM) && string(v[:len(utf8BOM)]) == utf8BOM {
+		return v[len(utf8BOM):]
+	}
+	return v
+}
+
 // docFor returns the doc of v from cache, checking v first (scanJSON) if
 // cache has none (a nil cache keeps nothing: the check is repeated per
 // stage). A new doc comes from docs.
