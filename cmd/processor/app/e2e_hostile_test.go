@@ -153,7 +153,7 @@ consumer:
   %s
 pipeline:
   - stage: record
-    file: r.txt
+    file: %s
 `
 	tests := []struct {
 		name, consumer string
@@ -169,7 +169,8 @@ pipeline:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := writeFile(t, t.TempDir(), "c.yaml", fmt.Sprintf(file, tt.consumer))
+			dir := t.TempDir()
+			cfg := writeFile(t, dir, "c.yaml", fmt.Sprintf(file, tt.consumer, filepath.Join(dir, "r.txt")))
 			code, out, errOut := runBinary(t, "", "lint", cfg)
 			if code != tt.code || !strings.Contains(out+errOut, tt.want) {
 				t.Errorf("exit %d, want %d; output lacks %q:\n%s%s", code, tt.code, tt.want, out, errOut)
