@@ -41,6 +41,9 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	case nil:
 		return append(dst, "null"...), nil
 	}
+	if n := deepSize(v, budget); n > budget { // an array may hold one long string many times
+		return dst, overBudget("JSON encoding", n)
+	}
 	return fastjson.Append(dst, v, fastjson.SortMapKeys)
 }
 

@@ -150,11 +150,19 @@ func compileByField(src string, fields []string, extra ...expr.Option) (*vm.Prog
 	for _, f := range fields {
 		env[fieldVar(f)] = types.Any
 	}
-	return expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}))...)
+	return expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(env), toJSONFunc, fromJSONFunc, expr.Patch(fieldPatch{}), expr.Patch(budgetPatch{}))...)
 }
 
 // toJSONFunc is the toJSON(x) helper of the language: compact JSON.
-var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
+var toJSONFunc = expr.Function("toJSON", toJSON, toJSONTypes)
+
+// toJSONTypes and fromJSONTypes are the signatures of toJSON and fromJSON.
+var (
+	toJSONTypes   = new(func(any) string)
+	fromJSONTypes = new(func(string) any)
+)
+
+func toJSON(params ...any) (any, error) {
 	p := scratchBuffers.Get().(*[]byte)
 	b, err := appendJSON((*p)[:0], params[0])
 	s := string(b)
@@ -163,14 +171,16 @@ var toJSONFunc = expr.Function("toJSON", func(params ...any) (any, error) {
 		return nil, err
 	}
 	return s, nil
-}, new(func(any) string))
+}
 
 // fromJSONFunc replaces expr's fromJSON(s) (encoding/json, float64
 // numbers) with the json variable's reader, so every JSON an expression
 // reads has the same numbers and the same depth limit: a string that is
 // not JSON, too deep, or with a number no int or float64 holds fails the
 // record.
-var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
+var fromJSONFunc = expr.Function("fromJSON", fromJSON, fromJSONTypes)
+
+func fromJSON(params ...any) (any, error) {
 	s, ok := params[0].(string)
 	if !ok {
 		return nil, fmt.Errorf("fromJSON needs a string, not %s", typeName(params[0]))
@@ -184,7 +194,7 @@ var fromJSONFunc = expr.Function("fromJSON", func(params ...any) (any, error) {
 		return nil, fmt.Errorf("fromJSON: %w", sc.err)
 	}
 	return decodeValid(b), nil
-}, new(func(string) any))
+}
 
 // compile compiles src once, at build time. A syntax or type error is an
 // *stages.OptionError naming option, carrying expr's message. wantBool
@@ -206,7 +216,7 @@ func compile(option, label, src string, wantBool bool, extra ...expr.Option) (*p
 	u := &usage{}
 	var p *vm.Program
 	if err == nil {
-		p, err = expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u))...)
+		p, err = expr.Compile(src, append(extra[:len(extra):len(extra)], expr.Env(runTypes), toJSONFunc, fromJSONFunc, expr.Patch(u), expr.Patch(budgetPatch{}))...)
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "unknown name") {
@@ -239,11 +249,7 @@ func compile(option, label, src string, wantBool bool, extra ...expr.Option) (*p
 // as compiled into p (whose tree is checked: "toJSON(a) + toJSON(b)"
 // does not qualify); else "".
 func toJSONArg(src string, p *vm.Program) string {
-	call, ok := p.Node().(*ast.CallNode)
-	if !ok || len(call.Arguments) != 1 {
-		return ""
-	}
-	if id, ok := call.Callee.(*ast.IdentifierNode); !ok || id.Value != "toJSON" {
+	if !isToJSONCall(p.Node()) {
 		return ""
 	}
 	s := strings.TrimSpace(src)

@@ -113,3 +113,37 @@ func TestBinaryJSONByteOrderMark(t *testing.T) {
 		{name: "two marks", value: bom + bom + `{"n":4}`, deadErr: "not valid JSON"},
 	})
 }
+
+// TestBinaryExprMemoryBudget: an expression that builds strings or
+// arrays past the memory budget, by any operator or builtin, fails its
+// record with "memory budget exceeded" (a dead letter) instead of taking
+// the process's memory; one that stays within it is written. Each case
+// grows to at most a few hundred MB without the budget, so that a
+// regression fails the test rather than the machine.
+func TestBinaryExprMemoryBudget(t *testing.T) {
+	cases := []struct{ name, expr, out string }{
+		{"+ on strings, doubling", `len(reduce(1..27, #acc + #acc, "x"))`, ""},
+		{"+ on strings, small", `len(reduce(1..10, #acc + #acc, "x"))`, "1024"},
+		{"+ on strings, in map", `(let s = repeat("x", 600000); len(map(1..100, s + "y")))`, ""},
+		{"repeat (counted before)", `len(repeat("x", 1000000000))`, ""},
+		{"concat", `len(reduce(1..22, concat(#acc, #acc), [1]))`, ""},
+		{"flatten", `(let a = 1..900000; len(flatten(map(1..10, a))))`, ""},
+		{"replace", `len(replace(repeat("x", 1000), "x", repeat("y", 100000)))`, ""},
+		{"join", `(let s = repeat("x", 900000); len(join(map(1..100, s), "")))`, ""},
+		{"upper", `(let s = repeat("x", 900000); len(map(1..100, upper(s))))`, ""},
+		{"split", `(let s = repeat("x", 900000); len(split(s, "")))`, ""},
+		{"string of an array", `(let s = repeat("x", 900000); len(string(map(1..100, s))))`, ""},
+		{"toJSON", `(let s = repeat("x", 900000); len(toJSON(map(1..100, s))))`, ""},
+		{"toJSON, small", `len(toJSON(map(1..10, "ab")))`, "51"},
+	}
+	var expr strings.Builder
+	ecs := make([]exprCase, len(cases))
+	for i, c := range cases {
+		fmt.Fprintf(&expr, "      value == %q ? %s :\n", c.name, c.expr)
+		ecs[i] = exprCase{name: c.name, value: c.name, out: c.out}
+		if c.out == "" {
+			ecs[i].deadErr = "memory budget exceeded"
+		}
+	}
+	runPipeline(t, "  - stage: map\n    value: >-\n"+expr.String()+"      -1\n  - stage: produce\n    topic: out", ecs)
+}
