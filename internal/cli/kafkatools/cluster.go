@@ -53,7 +53,7 @@ func (f *clusterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mechanism, "sasl-mechanism", "", "SASL `MECHANISM`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
 	fs.StringVar(&f.username, "sasl-username", "", "SASL user `NAME`")
 	fs.StringVar(&f.passwordEnv, "sasl-password-env", "KAFKA_PASSWORD", "environment `VARIABLE` holding the SASL password (never a flag: flags show in ps)")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers (produce: for each record's)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "how long to wait for the cluster's answers (produce: for the next acknowledgement while records wait)")
 }
 
 // errEmbedded: a file with kafka.embedded names no cluster another
