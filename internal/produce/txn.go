@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -247,11 +248,75 @@ func (p *Producer) Recover(ctx context.Context) error {
 	case !errors.Is(err, ErrProducerFenced):
 		return err
 	}
+	p.mu.Lock()
+	left := maps.Clone(p.txn.added)
+	p.mu.Unlock()
 	if err := p.initProducerID(ctx); err != nil {
 		return err
 	}
+	p.markAborted(ctx, left)
 	p.ready()
 	return nil
+}
+
+// markAborted writes an abort marker of this producer into each of parts,
+// the partitions of a transaction that ended without our EndTxn (the
+// broker aborted it: it outlived its timeout, or the broker restarted),
+// by registering them in an empty transaction and aborting it. Call it
+// once the producer has its new epoch.
+//
+// Apache Kafka writes those markers itself when it aborts a transaction.
+// The embedded broker (kfake) does not when it aborts the transactions
+// open at a crash: it only notes them as aborted, and a read_committed
+// reader then skips every later record of this producer in those
+// partitions, committed or not, until it meets an abort marker of the
+// producer (in a kill loop that hid thousands of committed records). An
+// extra marker costs two requests on this rare path and changes nothing
+// for a reader of Apache Kafka.
+//
+// It is best effort: if a request fails, the coordinator keeps the empty
+// transaction open and the next one (Begin, writes, Commit or Abort) ends
+// it with the rest.
+func (p *Producer) markAborted(ctx context.Context, parts map[partitionKey]bool) {
+	if len(parts) == 0 {
+		return
+	}
+	byTopic := map[string][]int32{}
+	for k := range parts {
+		byTopic[k.topic] = append(byTopic[k.topic], k.partition)
+	}
+	p.mu.Lock()
+	pid, epoch := p.pid, p.epoch
+	p.mu.Unlock()
+	add := &addpartitionstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch}
+	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+		slices.Sort(byTopic[t])
+		add.Topics = append(add.Topics, addpartitionstotxn.RequestTopic{Name: t, Partitions: byTopic[t]})
+	}
+	err := p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, add)
+		if err != nil {
+			return 0, err
+		}
+		var codes []int16
+		for _, t := range m.(*addpartitionstotxn.Response).Results {
+			for _, r := range t.Results {
+				codes = append(codes, r.ErrorCode)
+			}
+		}
+		return firstError(codes), nil
+	})
+	if err != nil {
+		return
+	}
+	end := &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: false}
+	_ = p.coordinatorCall(ctx, "EndTxn", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, end)
+		if err != nil {
+			return 0, err
+		}
+		return m.(*endtxn.Response).ErrorCode, nil
+	})
 }
 
 // EpochJumps reports how many times a re-initialization of this
@@ -532,7 +597,9 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 	state, err = p.txn.state, p.txn.err
 	pid, epoch := p.pid, p.epoch
 	registered := len(p.txn.added) > 0 || len(p.txn.groups) > 0
+	added := p.txn.added
 	p.mu.Unlock()
+	endFailed := false
 	if commit && state != txnEnding {
 		return err // a call failed while the commit waited for it
 	}
@@ -551,6 +618,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 			return err // the outcome is unknown: Commit or Abort again
 		case !commit && !errors.Is(err, ErrProducerFenced):
 			// re-initializing below aborts whatever is still open
+			endFailed = true
 		default:
 			return p.txnError(ctx, "", err)
 		}
@@ -558,6 +626,10 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 	if !commit {
 		if err := p.initTxn(ctx); err != nil {
 			return err
+		}
+		if endFailed {
+			// the broker may have aborted the transaction on its own
+			p.markAborted(ctx, added)
 		}
 	}
 	p.ready()
