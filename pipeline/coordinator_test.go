@@ -544,6 +544,55 @@ func TestTransactionalHeldBatchesGoOutInOrder(t *testing.T) {
 	}
 }
 
+// TestTransactionalLossOfEveryPartitionAborts: the member loses every
+// partition (its session ended) while records it processed have their
+// outputs in the open transaction. The generation ends with no store to
+// abort with, but the transaction must still be aborted before anything
+// else is committed: the next generation's first commit would otherwise
+// commit those outputs too, while the records are processed again from
+// the committed offsets (by this member or another), and their outputs
+// would be committed twice.
+func TestTransactionalLossOfEveryPartitionAborts(t *testing.T) {
+	h := newCoordHarness(t, coordinatorConfig{policy: offsetstore.ResetEarliest, transactional: true, commitInterval: time.Minute})
+	h.leaders(map[offsetstore.TopicPartition]int32{tp0: 1})
+	h.assign(3, newMemoryStore(3), assignedPartition{tp: tp0, start: offsetstore.Committed(0)})
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 10, 0, 100) })
+	h.completeAll()
+	// the generation's first commit goes out at once: records 0-9 commit
+	if len(h.commits) != 1 {
+		t.Fatalf("%d commits, want the generation's first", len(h.commits))
+	}
+	h.send(&commit.Result{Request: h.commits[0].Request})
+	h.commits = nil
+	h.answerFetch(h.takeFetch(1), func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+	h.completeAll() // the outputs of 10-19 are in the open transaction
+	if len(h.commits) != 0 {
+		t.Fatalf("%d commits before the loss, want none (the commit interval has not passed)", len(h.commits))
+	}
+	lost := make(chan error, 1)
+	h.send(&revokeEvent{gen: 3, lost: true, drainBy: h.now, deadline: h.now, done: lost})
+	<-lost
+	h.assign(4, newMemoryStore(4), assignedPartition{tp: tp0, start: offsetstore.Committed(10)})
+	for range 3 {
+		for _, f := range h.fetches {
+			h.answerFetch(f, func(e offsets.FetchEntry) fetch.PartitionResult { return records(e, 20, 0, 100) })
+		}
+		h.fetches = nil
+		h.completeAll()
+		h.advance(time.Minute)
+		if len(h.commits) > 0 {
+			break
+		}
+	}
+	if len(h.commits) == 0 {
+		t.Fatal("nothing sent to the commit step after the new generation")
+	}
+	if first := h.commits[0]; !first.Abort {
+		t.Fatalf("the first job after the loss commits %v; want the abort of the transaction holding the lost records' outputs first",
+			first.Request.Entries())
+	}
+}
+
 // assignTwoFetched assigns tp0 (led by broker 1) and tp1 (broker 2) in
 // generation 3 from committed offset 0, and answers each broker's first
 // fetch with n records; it returns the generation's store.

@@ -574,6 +574,12 @@ func (m *rpModel) RevokeSome(t *rapid.T) {
 	switch rapid.IntRange(0, 3).Draw(t, "revoke kind") {
 	case 0:
 		ev.lost = true
+		if len(tps) == len(m.h.c.index) {
+			// the pipeline's member names no partitions when it loses
+			// every one (a session that ended): the generation ends
+			ev.partitions = nil
+			m.revokeAll = true
+		}
 	case 1:
 		ev.drainBy, ev.deadline = m.h.now, m.h.now.Add(time.Millisecond)
 	}
@@ -1083,66 +1089,81 @@ func (m *rpModel) Check(t *rapid.T) {
 func (m *rpModel) drainAndCheckLiveness(t *rapid.T) {
 	m.drawing = false // records not seen yet pass every stage
 	cooperative := rapid.Bool().Draw(t, "cooperative end")
-	quiet := 0
-	for round := 0; round < 400 && quiet < 3; round++ {
-		moved := m.drainRound(t)
-		if m.world != nil && m.h.c.txn.failed != nil {
-			// the producer failed for good: the run ends with the
-			// error, and a restart recovers
-			m.crash(t, nil)
-			moved = true
-		}
-		// End with every partition assigned. A fenced generation is
-		// ending anyway (the group rebalances).
-		switch {
-		case m.revokeDone != nil:
-			// a revoke in progress finishes first
-		case !m.active:
-			m.assign(rpTPs)
-			moved = true
-		case len(m.h.c.index) == len(rpTPs) && !m.generationEnded():
-		case cooperative:
-			// a cooperative rebalance: a new generation keeps what is
-			// assigned and adds the rest
-			var add []offsetstore.TopicPartition
-			for _, tp := range rpTPs {
-				if m.h.c.byTP(tp) == nil {
-					add = append(add, tp)
-				}
+	settle := func() {
+		quiet := 0
+		for round := 0; round < 400 && quiet < 3; round++ {
+			moved := m.drainRound(t)
+			if m.world != nil && m.h.c.txn.failed != nil {
+				// the producer failed for good: the run ends with the
+				// error, and a restart recovers
+				m.crash(t, nil)
+				moved = true
 			}
-			m.reassign(add)
-			moved = true
-		default:
-			// an eager one: revoke everything, then assign all
-			m.beforeStep()
-			m.revokeDone, m.revokeAll = make(chan error, 1), true
-			m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
-			m.afterStep()
-			moved = true
+			// End with every partition assigned. A fenced generation is
+			// ending anyway (the group rebalances).
+			switch {
+			case m.revokeDone != nil:
+				// a revoke in progress finishes first
+			case !m.active:
+				m.assign(rpTPs)
+				moved = true
+			case len(m.h.c.index) == len(rpTPs) && !m.generationEnded():
+			case cooperative:
+				// a cooperative rebalance: a new generation keeps what is
+				// assigned and adds the rest
+				var add []offsetstore.TopicPartition
+				for _, tp := range rpTPs {
+					if m.h.c.byTP(tp) == nil {
+						add = append(add, tp)
+					}
+				}
+				m.reassign(add)
+				moved = true
+			default:
+				// an eager one: revoke everything, then assign all
+				m.beforeStep()
+				m.revokeDone, m.revokeAll = make(chan error, 1), true
+				m.h.send(&revokeEvent{gen: m.gen, drainBy: m.h.now.Add(time.Hour), deadline: m.h.now.Add(time.Hour), done: m.revokeDone})
+				m.afterStep()
+				moved = true
+			}
+			if moved {
+				quiet = 0
+			} else {
+				quiet++
+			}
 		}
-		if moved {
-			quiet = 0
-		} else {
-			quiet++
+		if quiet < 3 {
+			t.Fatalf("liveness: the record path never settled (running %d, pending %d, reports %d, fetches %d, lookups %d, commits %d)",
+				len(m.running), len(m.pending), len(m.reports), len(m.h.fetches), len(m.h.resolves), len(m.h.commits))
+		}
+		c := m.h.c
+		if c.resolver.busy() || len(m.h.resolves) > 0 {
+			t.Fatalf("liveness: the resolver is not idle (busy %v, %d lookups unanswered)", c.resolver.busy(), len(m.h.resolves))
+		}
+		if len(c.zombies) > 0 {
+			t.Fatalf("liveness: zombies left: %v", c.zombies)
 		}
 	}
-	if quiet < 3 {
-		t.Fatalf("liveness: the record path never settled (running %d, pending %d, reports %d, fetches %d, lookups %d, commits %d)",
-			len(m.running), len(m.pending), len(m.reports), len(m.h.fetches), len(m.h.resolves), len(m.h.commits))
-	}
+	settle()
 	c := m.h.c
-	if c.resolver.busy() || len(m.h.resolves) > 0 {
-		t.Fatalf("liveness: the resolver is not idle (busy %v, %d lookups unanswered)", c.resolver.busy(), len(m.h.resolves))
-	}
-	if len(c.zombies) > 0 {
-		t.Fatalf("liveness: zombies left: %v", c.zombies)
-	}
-	// flush: every fetching partition commits up to its high watermark
-	m.beforeStep()
-	m.h.send(&flushEvent{done: make(chan error, 1)})
-	m.afterStep()
-	for len(m.h.commits) > 0 {
-		m.answerCommit(9)
+	for attempt := 0; ; attempt++ {
+		// A transaction the broker aborted while nothing was written
+		// since is known only to the producer: the flush's commit is
+		// refused and aborts it (the partitions go back to their
+		// committed offsets), and the next flush commits them.
+		brokerAborted := m.world != nil && m.world.abortable && attempt == 0
+		// flush: every fetching partition commits up to its high watermark
+		m.beforeStep()
+		m.h.send(&flushEvent{done: make(chan error, 1)})
+		m.afterStep()
+		for len(m.h.commits) > 0 {
+			m.answerCommit(9)
+		}
+		if !brokerAborted {
+			break
+		}
+		settle()
 	}
 	m.Check(t)
 	for _, tp := range rpTPs {

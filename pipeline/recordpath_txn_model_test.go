@@ -45,6 +45,11 @@ import (
 //     reached a broker failed: a partial write is in the transaction, and
 //     every later write fails as stages.Unavailable until the abort), or
 //     that it was fenced for good;
+//   - the broker aborting the open transaction on its own (it outlived
+//     transaction_timeout, or the broker restarted): its outputs are
+//     gone, every later write fails until the coordinator aborts, and
+//     the producer says so at once or the coordinator learns it only
+//     from the commit's answer;
 //   - crashes: the coordinator, the process step, the open transaction
 //     and every answer in flight are thrown away (a commit in flight
 //     landed or not); only the committed outputs and offsets stay, and a
@@ -86,8 +91,8 @@ func TestRecordPathTxnStateMachine(t *testing.T) {
 		m.world.checkCoverage(rt)
 	})
 	t.Logf("%d transactions committed, %d aborted (%d aborts of the coordinator), %d crashes, %d producer failures, "+
-		"%d unit runs called off",
-		total.commits, total.aborts, total.coordAborts, total.crashes, total.producerFaults, total.canceledRuns)
+		"%d transactions aborted by the broker, %d unit runs called off",
+		total.commits, total.aborts, total.coordAborts, total.crashes, total.producerFaults, total.brokerAborts, total.canceledRuns)
 }
 
 // revokeBeforeDrain may revoke every partition (a shutdown, an eager
@@ -118,7 +123,7 @@ func (m *rpTxnModel) revokeBeforeDrain(t *rapid.T) {
 
 // txnStats counts what the transactional world saw.
 type txnStats struct {
-	commits, aborts, coordAborts, crashes, producerFaults, canceledRuns int64
+	commits, aborts, coordAborts, crashes, producerFaults, brokerAborts, canceledRuns int64
 }
 
 func (s *txnStats) add(o txnStats, coordAborts int64) {
@@ -127,6 +132,7 @@ func (s *txnStats) add(o txnStats, coordAborts int64) {
 	s.coordAborts += o.coordAborts + coordAborts
 	s.crashes += o.crashes
 	s.producerFaults += o.producerFaults
+	s.brokerAborts += o.brokerAborts
 	s.canceledRuns += o.canceledRuns
 }
 
@@ -167,6 +173,9 @@ type txnWorld struct {
 	pending   []txnWrite
 	run       int  // the unit run now writing
 	abortable bool // a write failed: every write fails until the abort
+	// silentAbort: the broker aborted the transaction and the producer
+	// has not noticed yet (its next write or the commit finds out)
+	silentAbort bool
 	failed    bool // fenced or failed for good: nothing more is written
 
 	// committedRuns counts, per source record, the runs whose outputs
@@ -251,7 +260,7 @@ func (w *txnWorld) commit(m *rpModel, req offsets.CommitRequest) {
 // abort discards the open transaction and opens the next.
 func (w *txnWorld) abort() {
 	w.pending = nil
-	w.abortable = false
+	w.abortable, w.silentAbort = false, false
 	w.stats.aborts++
 }
 
@@ -376,6 +385,42 @@ func (m *rpTxnModel) ProducerFails(t *rapid.T) {
 	m.afterStep()
 }
 
+// BrokerAborts: the broker aborts the open transaction on its own, as
+// Apache Kafka does to one that outlives transaction_timeout (a paused
+// process, a stalled stage) and the embedded broker does to every open
+// one when it restarts after a crash. Its outputs are gone and the
+// producer's epoch is stale, so every later write fails until the
+// coordinator aborts. The producer learns it at once (a write in flight
+// fails with an epoch error: it reports an abortable failure), or the
+// coordinator only from the commit's answer (nothing was written
+// meanwhile: AddOffsetsToTxn, TxnOffsetCommit or EndTxn is refused).
+// Either way every partition must go back to its committed offset before
+// anything more is committed: invariant (2) fails otherwise.
+func (m *rpTxnModel) BrokerAborts(t *rapid.T) {
+	w := m.world
+	if len(m.h.commits) > 0 || w.failed {
+		return // the transaction is ending already (the step changes nothing; the checks still run)
+	}
+	if rapid.IntRange(0, 11).Draw(t, "broker aborts now") != 0 {
+		return // rarer than the other actions
+	}
+	tell := rapid.Bool().Draw(t, "producer learns at once")
+	m.beforeStep()
+	w.stats.brokerAborts++
+	w.pending = nil
+	w.abortable = true
+	if tell {
+		m.h.send(txnFailedEvent{err: errTxnBrokerAborted})
+	} else {
+		w.silentAbort = true
+	}
+	m.afterStep()
+}
+
+// errTxnBrokerAborted is how the producer reports a transaction the broker
+// aborted (its epoch was bumped).
+var errTxnBrokerAborted = errors.New("INVALID_PRODUCER_EPOCH: the broker aborted the transaction and bumped the producer's epoch")
+
 // Crash kills the process: the coordinator, processing and everything in
 // flight are gone; what was committed stays. A commit in flight may have
 // reached the transaction coordinator first. A new process starts (a
@@ -409,7 +454,7 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 	w.stats.coordAborts += m.h.c.stats.txnAborts.Load()
 	// the new process's producer fences the old one, whose open
 	// transaction is aborted
-	w.pending, w.abortable, w.failed = nil, false, false
+	w.pending, w.abortable, w.failed, w.silentAbort = nil, false, false, false
 	for _, s := range m.stores {
 		s.Fence()
 	}
@@ -498,8 +543,21 @@ func (w *txnWorld) noteReset(r *offsetstore.ResetEvent) {
 // a unit whose writes would fail (the producer waits for the abort) waits
 // for the abort's fence to call it off, as its chain would wait for the
 // destination until its context ends.
+// A unit about to run while the broker has aborted the transaction
+// without the producer noticing would find out with its first write: the
+// producer reports it (Config.OnTxnFailed), and the unit waits for the
+// abort's fence like any other.
 func (m *rpModel) mayRun(r *rpUnit) bool {
-	return m.world == nil || r.canceled || m.world.writable()
+	if m.world == nil || r.canceled {
+		return true
+	}
+	if w := m.world; w.silentAbort {
+		w.silentAbort = false
+		m.beforeStep()
+		m.h.send(txnFailedEvent{err: errTxnBrokerAborted})
+		m.afterStep()
+	}
+	return m.world.writable()
 }
 
 // generationEnded reports whether the group ended the generation (a
