@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +38,18 @@ func (m *measurement) startCluster(ctx context.Context) error {
 				return err
 			}
 		}
-		broker, err := m.procs.start(m.dir, "broker", bin, "broker", "--port", "0",
-			"--topics", inputT+","+outputT, "--partitions", fmt.Sprint(m.o.partitions))
+		args := []string{"broker", "--port", "0", "--topics", inputT + "," + outputT, "--partitions", fmt.Sprint(m.o.partitions)}
+		if m.o.killBroker {
+			// three nodes keeping their data on disk, on ports that
+			// stay the same across the restart
+			port, err := freePorts(3)
+			if err != nil {
+				return err
+			}
+			args = []string{"broker", "--brokers", "3", "--port", fmt.Sprint(port), "--data-dir", filepath.Join(m.dir, "broker-data"),
+				"--topics", inputT + "," + outputT, "--partitions", fmt.Sprint(m.o.partitions)}
+		}
+		broker, err := m.procs.start(m.dir, "broker", bin, args...)
 		if err != nil {
 			return err
 		}
@@ -47,6 +58,7 @@ func (m *measurement) startCluster(ctx context.Context) error {
 			return err
 		}
 		m.addrs = strings.Split(addr, ",")
+		m.embedded = &embeddedBroker{bin: bin, args: args, proc: broker}
 		return nil
 	}
 	c, err := realkafka.Start(ctx, realkafka.Options{Nodes: nodes(m.o.kafka), Dir: m.dir,
@@ -84,6 +96,39 @@ func createTopics(ctx context.Context, adm *kadm.Client, partitions, replicas in
 		}
 	}
 	return fmt.Errorf("%q and %q were created but not every node knows them after 20s", inputT, outputT)
+}
+
+// embeddedBroker is the processor's embedded broker process of a run, and
+// how to start it again.
+type embeddedBroker struct {
+	bin  string
+	args []string
+	proc *child
+	runs int
+}
+
+// freePorts returns the first of n consecutive TCP ports nothing listens
+// on now.
+func freePorts(n int) (int, error) {
+	for attempt := 0; attempt < 50; attempt++ {
+		first, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		ok := true
+		for i := 1; i < n && ok; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", first+i))
+			if err != nil {
+				ok = false
+				continue
+			}
+			l.Close()
+		}
+		if ok {
+			return first, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports found", n)
 }
 
 // freePort returns a TCP port nothing listens on now.

@@ -172,6 +172,14 @@ type brokerKill struct {
 	down  time.Duration // from SIGKILL until it served again
 }
 
+// name says what was killed.
+func (bk *brokerKill) name() string {
+	if bk.node < 0 {
+		return "the embedded broker"
+	}
+	return fmt.Sprintf("node %d", bk.node)
+}
+
 // reTxnID finds the transactional id in a processor's log.
 var reTxnID = regexp.MustCompile(`"transactional_id": "([^"]+)"`)
 
@@ -180,6 +188,9 @@ var reTxnID = regexp.MustCompile(`"transactional_id": "([^"]+)"`)
 // partition 0 of "out"), waits -interval while records flow, and restarts
 // it.
 func (m *measurement) killBroker(ctx context.Context, adm *kadm.Client, inst []*instance, sleep func(time.Duration) error) (*brokerKill, error) {
+	if m.embedded != nil {
+		return m.restartEmbedded(ctx, sleep)
+	}
 	if m.cluster == nil {
 		return nil, errors.New("-kill-broker: no Apache Kafka cluster of this run to kill a node of")
 	}
@@ -231,5 +242,34 @@ func (m *measurement) killBroker(ctx context.Context, adm *kadm.Client, inst []*
 	}
 	bk.down = time.Since(began)
 	m.logf("broker node %d serves again after %v", victim, bk.down.Round(10*time.Millisecond))
+	return bk, nil
+}
+
+// restartEmbedded SIGKILLs the embedded broker process (all its nodes),
+// waits -interval, and starts it again on the same ports and data: on
+// restart it aborts every transaction that was open and bumps its
+// producer's epoch.
+func (m *measurement) restartEmbedded(ctx context.Context, sleep func(time.Duration) error) (*brokerKill, error) {
+	e := m.embedded
+	bk := &brokerKill{node: -1, roles: []string{"every node of the embedded broker"}}
+	began := time.Now()
+	if !e.proc.stop(syscall.SIGKILL, 10*time.Second) {
+		return nil, errors.New("-kill-broker: the embedded broker did not die within 10s of SIGKILL")
+	}
+	m.logf("embedded broker killed")
+	if err := sleep(m.o.interval); err != nil {
+		return nil, err
+	}
+	e.runs++
+	proc, err := m.procs.start(m.dir, fmt.Sprintf("broker-%d", e.runs), e.bin, e.args...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := waitBootstrap(ctx, proc, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("-kill-broker: restarting the embedded broker: %w (see %s)", err, proc.log)
+	}
+	e.proc = proc
+	bk.down = time.Since(began)
+	m.logf("embedded broker serves again after %v", bk.down.Round(10*time.Millisecond))
 	return bk, nil
 }

@@ -153,7 +153,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rate, "rate", 2000, "records per second produced to \"in\"")
 	fs.IntVar(&o.kills, "kills", 20, "kill mode: SIGKILLs, one instance after the other; zombie mode: pauses")
 	fs.DurationVar(&o.pause, "pause", 0, "zombie mode: how long an instance stays stopped (default 3 session timeouts; more than -session-timeout, less than -transaction-timeout)")
-	fs.BoolVar(&o.killBroker, "kill-broker", false, "with -kafka 3node: SIGKILL one node once, halfway through, and restart it")
+	fs.BoolVar(&o.killBroker, "kill-broker", false, "SIGKILL a broker once, halfway through, and restart it: with -kafka 3node one node; with -kafka embedded the whole 3-node embedded broker process (its data on disk; it aborts the transactions open at the crash, as Apache Kafka does to one that outlives its timeout)")
 	fs.DurationVar(&o.interval, "interval", 3*time.Second, "mean time between restarts (kills are jittered by ±20%)")
 	fs.IntVar(&o.partitions, "partitions", 4, "partitions of \"in\" and \"out\"")
 	fs.StringVar(&o.guarantee, "guarantee", "at_least_once", "the processor's guarantee: at_least_once or exactly_once (then `out` is read read_committed)")
@@ -213,8 +213,11 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-pause %v: a pause must be shorter than -transaction-timeout (%v), or the broker aborts the paused instance's transaction before it wakes and there is no zombie commit to fence", o.pause, o.txnTimeout)
 		}
 	}
-	if o.killBroker && o.kafka != "3node" {
-		return o, fmt.Errorf("-kill-broker needs -kafka 3node (with %s there is no other node to take over)", o.kafka)
+	if o.killBroker && o.kafka == "1node" {
+		return o, errors.New("-kill-broker needs -kafka 3node or embedded (with 1node there is no other node to take over)")
+	}
+	if o.killBroker && o.kafka == "embedded" && o.membership == franz {
+		return o, errors.New("-kill-broker with -kafka embedded: the franz comparison is measured on Apache Kafka")
 	}
 	if o.killBroker && o.mode == "rolling" {
 		return o, errors.New("-kill-broker: use it with -mode kill or zombie")
@@ -297,6 +300,7 @@ type measurement struct {
 	addrs       []string
 	stopCluster func()
 	cluster     *realkafka.Cluster // Apache Kafka, if the run started it
+	embedded    *embeddedBroker    // the embedded broker, if the run started it
 	phase       atomic.Int64       // restarts so far (brokerPhase after a broker kill); restarts+1 once the instances are told to stop
 }
 
@@ -943,7 +947,7 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		row("pauses after which the woken instance aborted its transaction or had its commit refused", "%d of %d", aborted, len(r.zombies))
 	}
 	if bk := r.brokerKill; bk != nil {
-		row("broker node killed (SIGKILL, once), down until it served again", "node %d, %v", bk.node, bk.down.Round(100*time.Millisecond))
+		row("broker node killed (SIGKILL, once), down until it served again", "%s, %v", bk.name(), bk.down.Round(100*time.Millisecond))
 		row("duplicates seen from the broker kill to the next "+what, "%d", r.brokerDups)
 	}
 	if o.mode != "rolling" {
@@ -979,7 +983,7 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		fmt.Fprintf(w, "pause %d: %s\n", i+1, z.summary())
 	}
 	if bk := r.brokerKill; bk != nil {
-		fmt.Fprintf(w, "broker kill: node %d, %s\n", bk.node, strings.Join(bk.roles, ", "))
+		fmt.Fprintf(w, "broker kill: %s, %s\n", bk.name(), strings.Join(bk.roles, ", "))
 	}
 	fmt.Fprintf(w, "command: %s\n", commandLine(args))
 	fmt.Fprintf(w, "guarantee: %s\n", o.guarantee)
