@@ -176,7 +176,7 @@ type txnWorld struct {
 	// silentAbort: the broker aborted the transaction and the producer
 	// has not noticed yet (its next write or the commit finds out)
 	silentAbort bool
-	failed    bool // fenced or failed for good: nothing more is written
+	failed      bool // fenced or failed for good: nothing more is written
 
 	// committedRuns counts, per source record, the runs whose outputs
 	// or finish were committed; committedDone: it finished in a
