@@ -4,7 +4,9 @@
 # must make them fail. Prints, per bug, whether it was caught, by which
 # test, and after how long (a bug missed by a round of random checks
 # gets up to two more). A patch may name the tests that must catch it in
-# a line "# tests: <regexp>" before its diff (default: the tests below).
+# a line "# tests: <regexp>" before its diff (default: the tests below),
+# and their packages in a line "# packages: <pkg> ..." (default: the
+# record-path model's).
 # Usage: scripts/seeded-bugs/run.sh [patch...]
 set -euo pipefail
 root=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
@@ -26,17 +28,24 @@ for p in "${patches[@]}"; do
 	git -C "$scratch/tree" apply "$root/$p"
 	run=$(sed -n 's/^# tests: //p' "$p" | head -1)
 	run=${run:-$tests}
+	pkgs=$(sed -n 's/^# packages: //p' "$p" | head -1)
+	pkgs=${pkgs:-./pipeline ./stages/stagetest}
 	# A bug the model tests reach only in rare interleavings says how
 	# many rapid checks a round gets ("# checks: N" above the diff).
 	checks=$(sed -n 's/^# checks: //p' "$p" | head -1)
 	checks=${checks:-2000}
+	# (only the model tests' packages know rapid's flags)
+	rflag=-rapid.checks=$checks
+	if grep -q '^# packages: ' "$p" && ! grep -q '^# checks: ' "$p"; then
+		rflag=
+	fi
 	start=$(date +%s)
 	# The model tests draw random interleavings: a bug they reach rarely
 	# can pass one round of checks, so a miss gets up to two more rounds (new
 	# seeds) before it counts.
 	caught=0
 	for round in 1 2 3; do
-		if ! out=$(cd "$scratch/tree" && go test -count=1 ./pipeline ./stages/stagetest -run "$run" -rapid.checks="$checks" 2>&1); then
+		if ! out=$(cd "$scratch/tree" && go test -count=1 $pkgs -run "$run" $rflag 2>&1); then
 			caught=$round
 			break
 		fi
