@@ -14,6 +14,7 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // A cooperative rebalance moves the member to a new generation a moment
@@ -101,5 +102,69 @@ func TestTxnStoreCommitsKeptPartitionsAcrossGenerations(t *testing.T) {
 	err := store.Commit(ctx, offsets.NewCommitRequest(first.Generation, entries))
 	if !errors.Is(err, offsets.ErrTransactionAborted) {
 		t.Fatalf("commit of moved %s: %v, want the transaction aborted", moved[0], err)
+	}
+}
+
+// TestTxnStoreBrokerAbortedCommit: the broker aborts the open transaction
+// on its own (it outlived transaction_timeout; a broker restart does the
+// same) and bumps the producer's epoch. The producer learns nothing until
+// the commit, whose offsets and EndTxn are refused. The store must report
+// the transaction aborted (so the coordinator rewinds every partition to
+// its committed offset), not committed, even though it takes the
+// transactional id back; and the group's offsets must not move.
+func TestTxnStoreBrokerAbortedCommit(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	c.CreateTopic(t, "in", 1)
+	c.CreateTopic(t, "out", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gm, err := group.New(group.Config{Brokers: c.Addrs, Group: "g-abort", Topics: []string{"in"},
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assigned := make(chan group.Assigned, 4)
+	done := make(chan struct{})
+	go func() { _ = gm.Run(ctx); close(done) }()
+	go func() {
+		for ev := range gm.Events() {
+			switch e := ev.(type) {
+			case group.Assigned:
+				assigned <- e
+			case group.Revoke:
+				e.Done()
+			}
+		}
+	}()
+	defer func() { cancel(); <-done }()
+	first := <-assigned
+	tr := &kafka.Transport{MetadataTTL: 200 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	prod := produce.New(kafkawire.New(tr, kafka.TCP(c.Addrs...)), produce.Config{TransactionalID: "g-abort-a", TransactionTimeout: time.Second})
+	if err := prod.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store := &txnStore{prod: prod, gm: gm, group: "g-abort", gen: first.Generation}
+	if err := prod.ForTopic("out").Produce(ctx, []stages.Record{{Value: []byte("lost-with-its-transaction")}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // the broker aborts the transaction past its timeout
+	tp := offsetstore.TopicPartition{Topic: "in", Partition: 0}
+	err = store.Commit(ctx, offsets.NewCommitRequest(first.Generation, []offsets.CommitEntry{{Partition: tp, Offset: 1, LeaderEpoch: -1}}))
+	if !errors.Is(err, offsets.ErrTransactionAborted) {
+		t.Fatalf("commit of a transaction the broker aborted: %v, want ErrTransactionAborted", err)
+	}
+	if got := c.Committed(t, "g-abort", "in"); got[0] > 0 {
+		t.Fatalf("committed %v after the broker aborted the transaction, want nothing", got)
+	}
+	// the store goes on: the next transaction commits
+	if err := prod.ForTopic("out").Produce(ctx, []stages.Record{{Value: []byte("next")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Commit(ctx, offsets.NewCommitRequest(first.Generation, []offsets.CommitEntry{{Partition: tp, Offset: 1, LeaderEpoch: -1}})); err != nil {
+		t.Fatalf("commit of the next transaction: %v", err)
+	}
+	if got := c.Committed(t, "g-abort", "in"); got[0] != 1 {
+		t.Fatalf("committed %v, want in/0 at 1", got)
 	}
 }
