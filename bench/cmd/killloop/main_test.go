@@ -84,16 +84,20 @@ func TestStalls(t *testing.T) {
 
 // The kill loop of the exactly-once guarantee, on the embedded broker: the
 // processor binary as the worker, two instances, SIGKILLed in turn while
-// records flow; the output, read read_committed, holds every input record
-// exactly once.
+// records flow, and the broker (three nodes, data on disk) SIGKILLed and
+// restarted once, which aborts the transactions open at the crash and
+// bumps their producers' epochs; the output, read read_committed, holds
+// every input record exactly once.
 func TestKillLoopExactlyOnce(t *testing.T) {
 	var stdout, stderr strings.Builder
-	code := run([]string{"-kills", "3", "-interval", "2s", "-rate", "1000", "-guarantee", "exactly_once", "-seed", "3"}, &stdout, &stderr)
+	code := run([]string{"-kills", "3", "-interval", "2s", "-rate", "1000", "-partitions", "8", "-kill-broker",
+		"-guarantee", "exactly_once", "-seed", "3"}, &stdout, &stderr)
 	out := stdout.String()
 	if code != 0 {
 		t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"| missing ids | 0 |", "| duplicates (`out` records − unique ids) | 0 |", "| kills (SIGKILL) | 3 |"} {
+	for _, want := range []string{"| missing ids | 0 |", "| duplicates (`out` records − unique ids) | 0 |", "| kills (SIGKILL) | 3 |",
+		"| broker node killed (SIGKILL, once), down until it served again | the embedded broker"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("killloop report lacks %q:\n%s", want, out)
 		}
