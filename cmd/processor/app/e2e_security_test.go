@@ -22,7 +22,7 @@ import (
 // kfake with TLS and SASL/SCRAM-SHA-512.
 func TestBinarySASLTLS(t *testing.T) {
 	ca := kafkatest.NewCA(t)
-	const user, password = "order-enricher", "Enricher-Secret-1618"
+	const user, password = "order-enricher", "Orchid-Secret-1618"
 	c := kafkatest.NewWithClient(t, 1,
 		[]kgo.Opt{kgo.DialTLSConfig(ca.ClientTLS()), kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism())},
 		kfake.TLS(ca.ServerTLS()), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password))

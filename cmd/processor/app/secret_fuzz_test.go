@@ -22,6 +22,7 @@ const secretConfig = `kafka:
   dial_timeout: @@
   metadata_max_age: @@
   create_topics: @@
+  max_batch_bytes: @@
 consumer:
   group: @@
   topics: [@@, @@]

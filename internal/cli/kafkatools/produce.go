@@ -98,15 +98,24 @@ with an error naming it; the lines before it were written.`,
 func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool) error {
 	parts := &partitionChooser{by: kgo.UniformBytesPartitioner(64<<10, true, true, nil)} // kgo's default for the rest
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(parts)}
-	opts = append(opts, o.cluster.batchLimitOpts(ctx, c, o.topic)...) // records up to the topic's max.message.bytes
+	// The cluster first (within --timeout, with the cause if not), then
+	// the topic's max.message.bytes for the producing client's batch
+	// limit: records up to it are written.
+	probe, _, err := o.cluster.client(c, "-produce")
+	if err != nil {
+		return err
+	}
+	err = o.cluster.reach(ctx, probe)
+	probe.Close()
+	if err != nil {
+		return err
+	}
+	opts = append(opts, o.cluster.batchLimitOpts(ctx, c, o.topic)...)
 	cl, _, err := o.cluster.client(c, "-produce", opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	if err := o.cluster.reach(ctx, cl); err != nil {
-		return err
-	}
 	var (
 		mu       sync.Mutex
 		firstErr error

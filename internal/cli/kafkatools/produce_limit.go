@@ -29,7 +29,7 @@ func (f *clusterFlags) batchLimitOpts(ctx context.Context, c *cli, topic string)
 	if limit <= 0 {
 		limit = produceDefaultBatch
 		if adm, err := kafkaclient.NewAdmin(k, "-produce-limit"); err == nil {
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			dctx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(f.timeout, time.Second)))
 			limit = topicMaxMessageBytes(dctx, adm, topic, limit)
 			cancel()
 			adm.Close()
