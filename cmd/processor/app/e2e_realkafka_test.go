@@ -13,7 +13,7 @@ import (
 // (FENCEPOST_KAFKA=1node or 3node).
 func TestRealKafkaBinary(t *testing.T) {
 	ca := kafkatest.NewCA(t)
-	const user, password = "order-enricher", "Enricher-Secret-1618"
+	const user, password = "order-enricher", "Orchid-Secret-1618"
 	rc := kafkatest.StartReal(t, realkafka.Options{Secure: &realkafka.Secure{
 		CertPEM: ca.CertPEM, KeyPEM: ca.KeyPEM, Scram512: map[string]string{user: password},
 	}})
