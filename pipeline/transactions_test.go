@@ -26,30 +26,8 @@ func TestTxnStoreCommitsKeptPartitionsAcrossGenerations(t *testing.T) {
 	c := kafkatest.New(t, 1)
 	c.CreateTopic(t, "in", 4)
 	c.CreateTopic(t, "out", 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	join := func(name string) (*group.Member, <-chan group.Assigned) {
-		gm, err := group.New(group.Config{Brokers: c.Addrs, Group: "g", Topics: []string{"in"}, ClientID: name,
-			SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		assigned := make(chan group.Assigned, 16)
-		done := make(chan struct{})
-		go func() { _ = gm.Run(ctx); close(done) }()
-		go func() {
-			for ev := range gm.Events() {
-				switch e := ev.(type) {
-				case group.Assigned:
-					assigned <- e
-				case group.Revoke:
-					e.Done()
-				}
-			}
-		}()
-		t.Cleanup(func() { cancel(); <-done })
-		return gm, assigned
-	}
+	ctx := context.Background()
+	join := func(name string) (*group.Member, <-chan group.Assigned) { return joinTxnTestGroup(t, c, "g", name) }
 	a, aAssigned := join("a")
 	first := <-aAssigned
 	if len(first.Partitions) != 4 {
@@ -116,27 +94,8 @@ func TestTxnStoreBrokerAbortedCommit(t *testing.T) {
 	c := kafkatest.New(t, 1)
 	c.CreateTopic(t, "in", 1)
 	c.CreateTopic(t, "out", 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	gm, err := group.New(group.Config{Brokers: c.Addrs, Group: "g-abort", Topics: []string{"in"},
-		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assigned := make(chan group.Assigned, 4)
-	done := make(chan struct{})
-	go func() { _ = gm.Run(ctx); close(done) }()
-	go func() {
-		for ev := range gm.Events() {
-			switch e := ev.(type) {
-			case group.Assigned:
-				assigned <- e
-			case group.Revoke:
-				e.Done()
-			}
-		}
-	}()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	gm, assigned := joinTxnTestGroup(t, c, "g-abort", "a")
 	first := <-assigned
 	tr := &kafka.Transport{MetadataTTL: 200 * time.Millisecond}
 	defer tr.CloseIdleConnections()
@@ -150,7 +109,7 @@ func TestTxnStoreBrokerAbortedCommit(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond) // the broker aborts the transaction past its timeout
 	tp := offsetstore.TopicPartition{Topic: "in", Partition: 0}
-	err = store.Commit(ctx, offsets.NewCommitRequest(first.Generation, []offsets.CommitEntry{{Partition: tp, Offset: 1, LeaderEpoch: -1}}))
+	err := store.Commit(ctx, offsets.NewCommitRequest(first.Generation, []offsets.CommitEntry{{Partition: tp, Offset: 1, LeaderEpoch: -1}}))
 	if !errors.Is(err, offsets.ErrTransactionAborted) {
 		t.Fatalf("commit of a transaction the broker aborted: %v, want ErrTransactionAborted", err)
 	}
@@ -167,4 +126,32 @@ func TestTxnStoreBrokerAbortedCommit(t *testing.T) {
 	if got := c.Committed(t, "g-abort", "in"); got[0] != 1 {
 		t.Fatalf("committed %v, want in/0 at 1", got)
 	}
+}
+
+// joinTxnTestGroup runs a group member (client id name) of group on topic
+// "in" until the test ends: it delivers the member's assignments and
+// finishes its revokes at once.
+func joinTxnTestGroup(t *testing.T, c *kafkatest.Cluster, groupName, name string) (*group.Member, <-chan group.Assigned) {
+	t.Helper()
+	gm, err := group.New(group.Config{Brokers: c.Addrs, Group: groupName, Topics: []string{"in"}, ClientID: name,
+		SessionTimeout: 6 * time.Second, RebalanceTimeout: 6 * time.Second, HeartbeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	assigned := make(chan group.Assigned, 16)
+	done := make(chan struct{})
+	go func() { _ = gm.Run(ctx); close(done) }()
+	go func() {
+		for ev := range gm.Events() {
+			switch e := ev.(type) {
+			case group.Assigned:
+				assigned <- e
+			case group.Revoke:
+				e.Done()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return gm, assigned
 }

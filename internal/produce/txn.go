@@ -293,8 +293,17 @@ func (p *Producer) markAborted(ctx context.Context, parts map[partitionKey]bool)
 		slices.Sort(byTopic[t])
 		add.Topics = append(add.Topics, addpartitionstotxn.RequestTopic{Name: t, Partitions: byTopic[t]})
 	}
-	err := p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
-		m, err := p.client.RoundTrip(ctx, add)
+	if err := p.sendAddPartitions(ctx, add); err != nil {
+		return
+	}
+	_ = p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: false})
+}
+
+// sendAddPartitions sends AddPartitionsToTxn (with coordinatorCall's
+// retries); its error is the first partition's that explains the failure.
+func (p *Producer) sendAddPartitions(ctx context.Context, req *addpartitionstotxn.Request) error {
+	return p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, req)
 		if err != nil {
 			return 0, err
 		}
@@ -306,12 +315,12 @@ func (p *Producer) markAborted(ctx context.Context, parts map[partitionKey]bool)
 		}
 		return firstError(codes), nil
 	})
-	if err != nil {
-		return
-	}
-	end := &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: false}
-	_ = p.coordinatorCall(ctx, "EndTxn", func(ctx context.Context) (int16, error) {
-		m, err := p.client.RoundTrip(ctx, end)
+}
+
+// sendEndTxn sends EndTxn (with coordinatorCall's retries).
+func (p *Producer) sendEndTxn(ctx context.Context, req *endtxn.Request) error {
+	return p.coordinatorCall(ctx, "EndTxn", func(ctx context.Context) (int16, error) {
+		m, err := p.client.RoundTrip(ctx, req)
 		if err != nil {
 			return 0, err
 		}
@@ -385,20 +394,7 @@ func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int3
 		TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch,
 		Topics: []addpartitionstotxn.RequestTopic{{Name: topic, Partitions: missing}},
 	}
-	err = p.coordinatorCall(ctx, "AddPartitionsToTxn", func(ctx context.Context) (int16, error) {
-		m, err := p.client.RoundTrip(ctx, req)
-		if err != nil {
-			return 0, err
-		}
-		var codes []int16
-		for _, t := range m.(*addpartitionstotxn.Response).Results {
-			for _, r := range t.Results {
-				codes = append(codes, r.ErrorCode)
-			}
-		}
-		return firstError(codes), nil
-	})
-	if err != nil {
+	if err := p.sendAddPartitions(ctx, req); err != nil {
 		return true, p.txnError(ctx, topic, err)
 	}
 	p.mu.Lock()
@@ -604,14 +600,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 		return err // a call failed while the commit waited for it
 	}
 	if registered {
-		req := &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: commit}
-		err := p.coordinatorCall(ctx, "EndTxn", func(ctx context.Context) (int16, error) {
-			m, err := p.client.RoundTrip(ctx, req)
-			if err != nil {
-				return 0, err
-			}
-			return m.(*endtxn.Response).ErrorCode, nil
-		})
+		err := p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: commit})
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

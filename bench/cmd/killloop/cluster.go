@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/fencepost-dev/fencepost/bench/internal/childproc"
 	"github.com/fencepost-dev/fencepost/internal/realkafka"
 )
 
@@ -49,11 +50,11 @@ func (m *measurement) startCluster(ctx context.Context) error {
 			args = []string{"broker", "--brokers", "3", "--port", fmt.Sprint(port), "--data-dir", filepath.Join(m.dir, "broker-data"),
 				"--topics", inputT + "," + outputT, "--partitions", fmt.Sprint(m.o.partitions)}
 		}
-		broker, err := m.procs.start(m.dir, "broker", bin, args...)
+		broker, err := m.procs.Start(m.dir, "broker", bin, args...)
 		if err != nil {
 			return err
 		}
-		addr, err := waitBootstrap(ctx, broker, 30*time.Second)
+		addr, err := childproc.WaitBootstrap(ctx, broker, 30*time.Second)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func createTopics(ctx context.Context, adm *kadm.Client, partitions, replicas in
 type embeddedBroker struct {
 	bin  string
 	args []string
-	proc *child
+	proc *childproc.Child
 	runs int
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/fencepost-dev/fencepost/bench/internal/childproc"
 )
 
 // brokerPhase is the phase (see tally.byPhase) from a broker kill to the
@@ -41,11 +43,11 @@ type zombie struct {
 // SIGCONT. Before waking it, it asks the group how many members it has:
 // fewer than the instances shows the paused one was removed.
 func (m *measurement) pauseInstance(ctx context.Context, adm *kadm.Client, v *instance) (*zombie, error) {
-	z := &zombie{name: v.name, log: v.log, members: -1}
-	v.signal(syscall.SIGSTOP)
+	z := &zombie{name: v.Name, log: v.Log, members: -1}
+	v.Signal(syscall.SIGSTOP)
 	select {
 	case <-ctx.Done():
-		v.signal(syscall.SIGCONT)
+		v.Signal(syscall.SIGCONT)
 		return nil, ctx.Err()
 	case <-time.After(m.o.pause):
 	}
@@ -57,8 +59,8 @@ func (m *measurement) pauseInstance(ctx context.Context, adm *kadm.Client, v *in
 			z.members, z.state = len(g.Members), g.State
 		}
 	}
-	z.from = fileSize(v.log) // it wrote nothing while stopped
-	v.signal(syscall.SIGCONT)
+	z.from = fileSize(v.Log) // it wrote nothing while stopped
+	v.Signal(syscall.SIGCONT)
 	return z, nil
 }
 
@@ -199,11 +201,11 @@ func (m *measurement) killBroker(ctx context.Context, adm *kadm.Client, inst []*
 	roles := map[int32][]string{}
 	victim := int32(-1)
 	if m.o.guarantee == "exactly_once" {
-		data, _ := os.ReadFile(inst[0].log)
+		data, _ := os.ReadFile(inst[0].Log)
 		if id := reTxnID.FindSubmatch(data); id != nil {
 			if c, ok := adm.FindTxnCoordinators(qctx, string(id[1]))[string(id[1])]; ok && c.Err == nil {
 				victim = c.NodeID
-				roles[c.NodeID] = append(roles[c.NodeID], "transaction coordinator of "+inst[0].name)
+				roles[c.NodeID] = append(roles[c.NodeID], "transaction coordinator of "+inst[0].Name)
 			}
 		}
 	}
@@ -253,7 +255,7 @@ func (m *measurement) restartEmbedded(ctx context.Context, sleep func(time.Durat
 	e := m.embedded
 	bk := &brokerKill{node: -1, roles: []string{"every node of the embedded broker"}}
 	began := time.Now()
-	if !e.proc.stop(syscall.SIGKILL, 10*time.Second) {
+	if !e.proc.Stop(syscall.SIGKILL, 10*time.Second) {
 		return nil, errors.New("-kill-broker: the embedded broker did not die within 10s of SIGKILL")
 	}
 	m.logf("embedded broker killed")
@@ -261,12 +263,12 @@ func (m *measurement) restartEmbedded(ctx context.Context, sleep func(time.Durat
 		return nil, err
 	}
 	e.runs++
-	proc, err := m.procs.start(m.dir, fmt.Sprintf("broker-%d", e.runs), e.bin, e.args...)
+	proc, err := m.procs.Start(m.dir, fmt.Sprintf("broker-%d", e.runs), e.bin, e.args...)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := waitBootstrap(ctx, proc, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("-kill-broker: restarting the embedded broker: %w (see %s)", err, proc.log)
+	if _, err := childproc.WaitBootstrap(ctx, proc, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("-kill-broker: restarting the embedded broker: %w (see %s)", err, proc.Log)
 	}
 	e.proc = proc
 	bk.down = time.Since(began)

@@ -100,6 +100,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/fencepost-dev/fencepost/bench/internal/childproc"
 	"github.com/fencepost-dev/fencepost/internal/realkafka"
 )
 
@@ -264,28 +265,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 			_ = os.RemoveAll(dir)
 		}
 	}()
-	var procs children
-	defer procs.killAll() // runs before the removal above
+	var procs childproc.Children
+	defer procs.KillAll() // runs before the removal above
 
 	m := &measurement{o: o, dir: dir, procs: &procs, stderr: stderr, stopCluster: func() {}}
 	defer func() { m.stopCluster() }() // Apache Kafka, if run started it
 	res, err := m.run(ctx)
 	if err != nil {
 		keep = true
-		fmt.Fprintf(stderr, "killloop: FAILED: %v\nlogs:\n%s", err, procs.logs())
+		fmt.Fprintf(stderr, "killloop: FAILED: %v\nlogs:\n%s", err, procs.Logs())
 		return 1
 	}
 	res.print(stdout, o, args)
 	if res.missing > 0 || res.unknown > 0 {
 		keep = true
 		fmt.Fprintf(stderr, "\nkillloop: RECORDS MISSING: %d of %d ids produced to %q never reached %q (first: %v); %d records in %q are not ids\nlogs:\n%s",
-			res.missing, res.produced, inputT, outputT, res.firstMissing, res.unknown, outputT, procs.logs())
+			res.missing, res.produced, inputT, outputT, res.firstMissing, res.unknown, outputT, procs.Logs())
 		return 1
 	}
 	if o.guarantee == "exactly_once" && res.dups > 0 {
 		keep = true
 		fmt.Fprintf(stderr, "\nkillloop: DUPLICATES AT EXACTLY_ONCE: %d records in %q (read read_committed) repeat an id (%s)\nlogs:\n%s",
-			res.dups, outputT, strings.Join(res.firstDups, "; "), procs.logs())
+			res.dups, outputT, strings.Join(res.firstDups, "; "), procs.Logs())
 		return 1
 	}
 	return 0
@@ -295,7 +296,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type measurement struct {
 	o           options
 	dir         string
-	procs       *children
+	procs       *childproc.Children
 	stderr      io.Writer
 	bin         string
 	addrs       []string
@@ -459,19 +460,19 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			return nil, err
 		}
 		for _, c := range inst {
-			if !c.running() {
-				return nil, fmt.Errorf("%s exited on its own before restart %d (%v); see %s", c.name, k, c.err, c.log)
+			if !c.Running() {
+				return nil, fmt.Errorf("%s exited on its own before restart %d (%v); see %s", c.Name, k, c.Err, c.Log)
 			}
 		}
 		closeWindow()
 		v := inst[(k-1)%len(inst)]
 		before := m.revokedTotals(inst)
-		rr := restartRecord{slot: v.slot, oldLog: v.log, before: m.assignedNow(inst)}
+		rr := restartRecord{slot: v.slot, oldLog: v.Log, before: m.assignedNow(inst)}
 		if k == 1 {
 			res.baseWindow = window{from: time.Now().Add(-o.interval), to: time.Now()}
 		}
 		rr.term = time.Now()
-		old := v.child
+		old := v.Child
 		switch o.mode {
 		case "zombie":
 			m.phase.Store(int64(k))
@@ -482,16 +483,16 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			res.zombies = append(res.zombies, z)
 			awake = z
 			m.logf("pause %d/%d after %v: %s (pid %d) stopped for %v; the group had %s when it woke",
-				k, m.restarts(), wait.Round(time.Millisecond), v.name, v.cmd.Process.Pid, o.pause, z.membersText())
+				k, m.restarts(), wait.Round(time.Millisecond), v.Name, v.Cmd.Process.Pid, o.pause, z.membersText())
 		case "kill":
-			if !old.stop(syscall.SIGKILL, 10*time.Second) {
-				return nil, fmt.Errorf("%s did not die within 10s of SIGKILL", old.name)
+			if !old.Stop(syscall.SIGKILL, 10*time.Second) {
+				return nil, fmt.Errorf("%s did not die within 10s of SIGKILL", old.Name)
 			}
 		default:
-			if !old.stop(syscall.SIGTERM, o.sessionTimeout+30*time.Second) {
-				return nil, fmt.Errorf("%s did not exit within %v of SIGTERM", old.name, o.sessionTimeout+30*time.Second)
-			} else if code := old.exitCode(); code != 0 {
-				res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.name, code, old.log))
+			if !old.Stop(syscall.SIGTERM, o.sessionTimeout+30*time.Second) {
+				return nil, fmt.Errorf("%s did not exit within %v of SIGTERM", old.Name, o.sessionTimeout+30*time.Second)
+			} else if code := old.ExitCode(); code != 0 {
+				res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.Name, code, old.Log))
 			}
 		}
 		if o.mode != "zombie" {
@@ -500,9 +501,9 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 			if err := m.startInstance(v); err != nil {
 				return nil, err
 			}
-			rr.started, rr.newLog = time.Now(), v.log
+			rr.started, rr.newLog = time.Now(), v.Log
 			m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
-				k, m.restarts(), wait.Round(time.Millisecond), old.name, old.cmd.Process.Pid, v.name, v.cmd.Process.Pid)
+				k, m.restarts(), wait.Round(time.Millisecond), old.Name, old.Cmd.Process.Pid, v.Name, v.Cmd.Process.Pid)
 		}
 		if o.mode == "rolling" {
 			// let the rebalance it causes finish before counting
@@ -567,13 +568,13 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	// apart (a graceful stop commits what it processed).
 	m.phase.Store(int64(m.restarts()) + 1)
 	for _, c := range inst {
-		c.signal(syscall.SIGTERM)
+		c.Signal(syscall.SIGTERM)
 	}
 	for _, c := range inst {
-		if !c.wait(o.sessionTimeout + 45*time.Second) {
-			res.problems = append(res.problems, fmt.Sprintf("%s did not exit within %v of SIGTERM (see %s)", c.name, o.sessionTimeout+45*time.Second, c.log))
-		} else if code := c.exitCode(); code != 0 {
-			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", c.name, code, c.log))
+		if !c.Wait(o.sessionTimeout + 45*time.Second) {
+			res.problems = append(res.problems, fmt.Sprintf("%s did not exit within %v of SIGTERM (see %s)", c.Name, o.sessionTimeout+45*time.Second, c.Log))
+		} else if code := c.ExitCode(); code != 0 {
+			res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", c.Name, code, c.Log))
 		}
 	}
 
@@ -641,7 +642,7 @@ type instance struct {
 	slot   int
 	starts int
 	http   atomic.Pointer[string] // the metrics address of the process running now
-	*child
+	*childproc.Child
 }
 
 // httpAddr is the metrics address of the process running in the slot now.
@@ -662,18 +663,18 @@ func (m *measurement) startInstance(in *instance) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	in.http.Store(&addr)
 	name := fmt.Sprintf("instance-%c%d", 'a'+in.slot, in.starts)
-	var c *child
+	var c *childproc.Child
 	if m.o.membership == franz {
-		c, err = m.procs.start(m.dir, name, m.bin, franzWorkerCommand, "-brokers", strings.Join(m.addrs, ","),
+		c, err = m.procs.Start(m.dir, name, m.bin, franzWorkerCommand, "-brokers", strings.Join(m.addrs, ","),
 			"-group", group, "-in", inputT, "-out", outputT, "-http", addr, "-session-timeout", m.o.sessionTimeout.String())
 	} else {
 		cfg, werr := writeConfig(m.dir, m.addrs, m.o, in.slot)
 		if werr != nil {
 			return werr
 		}
-		c, err = m.procs.start(m.dir, name, m.bin, "run", "-c", cfg, "--http", addr, "--progress", "0")
+		c, err = m.procs.Start(m.dir, name, m.bin, "run", "-c", cfg, "--http", addr, "--progress", "0")
 	}
-	in.child = c
+	in.Child = c
 	return err
 }
 
@@ -718,8 +719,8 @@ func (m *measurement) waitProcessing(ctx context.Context, t *tally, inst []*inst
 			return fmt.Errorf("not every partition of %q was processed within %v of the start", inputT, m.o.settle)
 		}
 		for _, c := range inst {
-			if !c.running() {
-				return fmt.Errorf("%s exited on its own at the start (%v); see %s", c.name, c.err, c.log)
+			if !c.Running() {
+				return fmt.Errorf("%s exited on its own at the start (%v); see %s", c.Name, c.Err, c.Log)
 			}
 		}
 		select {
@@ -741,8 +742,8 @@ func (m *measurement) waitCaughtUp(ctx context.Context, adm *kadm.Client, inst [
 	var lagging []string
 	for time.Since(start) < m.o.settle {
 		for _, c := range inst {
-			if !c.running() {
-				return fmt.Errorf("%s exited on its own while catching up (%v); see %s", c.name, c.err, c.log)
+			if !c.Running() {
+				return fmt.Errorf("%s exited on its own while catching up (%v); see %s", c.Name, c.Err, c.Log)
 			}
 		}
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -41,6 +41,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/bench/internal/childproc"
 )
 
 // The topics and the group; with -brokers they get a suffix per run.
@@ -91,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	m := &measurement{o: o, dir: dir, log: stderr}
 	stalls, err := m.run(context.Background())
-	m.procs.killAll()
+	m.procs.KillAll()
 	if err != nil {
 		fmt.Fprintf(stderr, "txnstall: %v\nlogs and configs are in %s\n", err, dir)
 		return 1
@@ -109,7 +111,7 @@ type measurement struct {
 	log   io.Writer
 	bin   string
 	addrs []string
-	procs children
+	procs childproc.Children
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -132,12 +134,12 @@ func (m *measurement) run(ctx context.Context) ([]stall, error) {
 		}
 	}
 	if m.o.brokers == "" {
-		broker, err := m.procs.start(m.dir, "broker", m.bin, "broker", "--port", "0",
+		broker, err := m.procs.Start(m.dir, "broker", m.bin, "broker", "--port", "0",
 			"--topics", inputT+","+outputT, "--partitions", fmt.Sprint(m.o.partitions))
 		if err != nil {
 			return nil, err
 		}
-		addr, err := waitBootstrap(ctx, broker, 30*time.Second)
+		addr, err := childproc.WaitBootstrap(ctx, broker, 30*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +168,7 @@ func (m *measurement) run(ctx context.Context) ([]stall, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst, err := m.procs.start(m.dir, "instance-1", m.bin, "run", "-c", cfg, "--http", "off", "--progress", "0")
+	inst, err := m.procs.Start(m.dir, "instance-1", m.bin, "run", "-c", cfg, "--http", "off", "--progress", "0")
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +181,7 @@ func (m *measurement) run(ctx context.Context) ([]stall, error) {
 			return nil, err
 		}
 		time.Sleep(time.Second) // writing steadily, a transaction open
-		inst.stop(syscall.SIGKILL, 10*time.Second)
+		inst.Stop(syscall.SIGKILL, 10*time.Second)
 		killed := time.Now()
 		hw, err := adm.ListEndOffsets(ctx, outputT)
 		if err == nil {
@@ -189,7 +191,7 @@ func (m *measurement) run(ctx context.Context) ([]stall, error) {
 			return nil, fmt.Errorf("reading the high watermarks of %q: %w", outputT, err)
 		}
 		// restart at once, as a supervisor would
-		if inst, err = m.procs.start(m.dir, fmt.Sprintf("instance-%d", k+2), m.bin, "run", "-c", cfg, "--http", "off", "--progress", "0"); err != nil {
+		if inst, err = m.procs.Start(m.dir, fmt.Sprintf("instance-%d", k+2), m.bin, "run", "-c", cfg, "--http", "off", "--progress", "0"); err != nil {
 			return nil, err
 		}
 		s, err := m.waitStable(ctx, adm, hw, killed)
@@ -208,12 +210,12 @@ func (m *measurement) run(ctx context.Context) ([]stall, error) {
 
 // waitWriting waits until the LSO of "out" advances: the instance commits
 // transactions.
-func (m *measurement) waitWriting(ctx context.Context, adm *kadm.Client, inst *child) error {
+func (m *measurement) waitWriting(ctx context.Context, adm *kadm.Client, inst *childproc.Child) error {
 	first := int64(-1)
 	deadline := time.Now().Add(2*m.o.session + time.Minute)
 	for time.Now().Before(deadline) {
-		if !inst.running() {
-			return fmt.Errorf("the instance exited (%v): see %s", inst.err, inst.log)
+		if !inst.Running() {
+			return fmt.Errorf("the instance exited (%v): see %s", inst.Err, inst.Log)
 		}
 		lso, err := adm.ListCommittedOffsets(ctx, outputT)
 		if err == nil && lso.Error() == nil {
@@ -227,7 +229,7 @@ func (m *measurement) waitWriting(ctx context.Context, adm *kadm.Client, inst *c
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the instance committed nothing to %q in %v: see %s", outputT, time.Until(deadline), inst.log)
+	return fmt.Errorf("the instance committed nothing to %q in %v: see %s", outputT, time.Until(deadline), inst.Log)
 }
 
 // waitStable polls the LSO until every partition's reaches its high

@@ -1,12 +1,12 @@
 //go:build unix && !linux
 
-package main
+package childproc
 
 import "syscall"
 
-// sysProcAttr puts a child in its own process group, so a kill reaches
+// SysProcAttr puts a child in its own process group, so a kill reaches
 // all of it. Without Linux's Pdeathsig, a child outlives this program
 // only if the program itself is SIGKILLed.
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
