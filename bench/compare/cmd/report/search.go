@@ -12,15 +12,15 @@ import (
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/report"
 )
 
-// The tuning search (issue 19): the phase "search" runs one engine's
+// The tuning search: the phase "search" runs one engine's
 // configuration over a grid of its throughput knobs, every trial on the
 // pipeline benchmark's loaded input, so that the report's "tuned"
 // configurations are the best found, and shows the whole search.
 //
 // A search is a sweep, then a combination: every trial of the sweep
 // changes one knob of the engine's starting point (its base) or sets a
-// combination worth trying as a whole (the issue's alternative Benthos
-// configuration, the former "tuned" one), and the last trial, "best of
+// combination worth trying as a whole (for Benthos, its defaults and the
+// report's former "tuned" configuration), and the last trial, "best of
 // each", takes from every knob the value whose trial beat the base by
 // the most (records/s, over the steady window with -warmup), if any did.
 

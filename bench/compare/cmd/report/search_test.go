@@ -132,7 +132,7 @@ func TestSearchSpacesAreSound(t *testing.T) {
 		}
 	}
 	if n := len(benthosSpace().Trials) + 1; n < 20 {
-		t.Errorf("the Benthos search has %d trials; issue 19 asks for at least 20", n)
+		t.Errorf("the Benthos search has %d trials; want at least 20", n)
 	}
 	if sp := streamsSpace(false); sp.Engine != pipebench.KafkaStreams || sp.ExactlyOnce {
 		t.Errorf("streamsSpace(false) = %v, exactly-once %v", sp.Engine, sp.ExactlyOnce)

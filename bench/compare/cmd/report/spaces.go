@@ -12,8 +12,8 @@ import "github.com/fencepost-dev/fencepost/bench/compare/internal/pipebench"
 // benthosSpace searches Benthos v4.27.0's kafka_franz input, pipeline
 // and kafka_franz output (configs/benthos-search.yaml reads every knob
 // from the environment, with Benthos's own defaults). It starts from
-// the configuration issue 19 found twice as fast as the former "tuned"
-// one, and sweeps each knob around it.
+// small input batches on 2 threads (Base), about twice as fast as the
+// "former tuned" trial, and sweeps each knob around it.
 func benthosSpace() space {
 	batch := func(name, count, period string) trial {
 		return trial{Name: name + " " + count + "/" + period, Knob: name,
@@ -32,7 +32,7 @@ func benthosSpace() space {
 			{Name: "output.idempotent_write", Env: "BENTHOS_IDEMPOTENT_WRITE"},
 			{Name: "GOGC", Env: "GOGC"},
 		},
-		Base: trial{Name: "base: issue 19's alternative", Set: map[string]string{
+		Base: trial{Name: "base: small batches, 2 threads", Set: map[string]string{
 			"checkpoint_limit": "100000", "batching.count": "250", "batching.period": "2ms",
 			"pipeline.threads": "2", "output.max_in_flight": "64"},
 			Notes: "checkpoint_limit 100000, input batches of 250 or 2 ms, 2 threads, 64 output batches in flight"},
@@ -87,7 +87,7 @@ func fencepostSpace() space {
 }
 
 // streamsSpace searches Kafka Streams 4.1.1 (the app of
-// bench/compare/streams) at one guarantee: the knobs issue 19 names and
+// bench/compare/streams) at one guarantee: its throughput knobs and
 // the JVM's heap and collector, from the configs/streams-*.properties
 // settings (Kafka Streams' defaults but for commit.interval.ms=100) and
 // pipebench.DefaultJVM. The exactly_once_v2 search is the shorter one:

@@ -16,7 +16,7 @@ import (
 	"github.com/fencepost-dev/fencepost/bench/compare/internal/report"
 )
 
-// The Kafka Streams peer (issue 19): bench/compare/streams, run when
+// The Kafka Streams peer: bench/compare/streams, run when
 // -only names the streams phase.
 
 // streamsVariants are the Kafka Streams variants of the pipeline phase:
