@@ -98,10 +98,10 @@ func TestCorruptBatchStopsThePartition(t *testing.T) {
 // TestBudgetServesEveryFetcher: with a budget of one partition's share and
 // two fetchers, a fetcher refused for lack of budget goes first when
 // budget frees, and a long poll of a caught-up partition reserves no more
-// than its fetcher's part of half the budget: the partition with records is fetched whatever order the
-// fetchers were made in (issue 22: it never was, while the idle
-// partition's long polls took the whole budget in turn), its large batch
-// is counted whole, and no fetch starts while it is buffered.
+// than its fetcher's part of half the budget: the partition with records
+// is fetched whatever order the fetchers were made in (the idle
+// partition's long polls must not take the whole budget in turn), its
+// large batch is counted whole, and no fetch starts while it is buffered.
 func TestBudgetServesEveryFetcher(t *testing.T) {
 	idleTP := offsetstore.TopicPartition{Topic: "events", Partition: 0}
 	busyTP := offsetstore.TopicPartition{Topic: "events", Partition: 1}

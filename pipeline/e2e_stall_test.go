@@ -18,11 +18,10 @@ import (
 // max_partition_fetch_bytes is still delivered (Kafka returns a
 // partition's first batch whatever its size, so a consumer always
 // progresses), whether or not other partitions fetched with it (one
-// fetch per broker) or beside it (two) have nothing to return. Sizes from
-// issue 22: 64, 256 and 512 KiB limits, a 600 KB record, written while
-// the pipeline runs and every partition is caught up. Before the fix the
-// partition never fetched when an idle partition's fetcher took the
-// whole budget for its long polls.
+// fetch per broker) or beside it (two) have nothing to return: 64, 256
+// and 512 KiB limits, a 600 KB record, written while the pipeline runs
+// and every partition is caught up, so an idle partition's fetcher could
+// take the whole budget for its long polls.
 func TestLargeRecordNeverStalls(t *testing.T) {
 	for _, limit := range []pipeline.ByteSize{64 * pipeline.KiB, 256 * pipeline.KiB, 512 * pipeline.KiB} {
 		for _, sc := range []struct {

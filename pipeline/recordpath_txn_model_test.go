@@ -21,7 +21,7 @@ import (
 )
 
 // TestRecordPathTxnStateMachine is the record-path model with
-// transactions (guarantee exactly_once, issue 18): the real coordinator
+// transactions (guarantee exactly_once): the real coordinator
 // in transactional mode, the real process scheduler and chain, the
 // scripted stages and dead-letter sink of TestRecordPathStateMachine, and
 // a fake transactional world. Every output a stage emits, and every dead

@@ -15,8 +15,7 @@ func consumerWith(lines string) string {
 }
 
 // TestLintRefusesWhatRunWouldRefuseOrChange: each value run would refuse,
-// or silently change, is reported at its position (issue 10's list, one
-// case each).
+// or silently change, is reported at its position (one case each).
 func TestLintRefusesWhatRunWouldRefuseOrChange(t *testing.T) {
 	checkCases(t, []errorCase{
 		{"session timeout beyond Kafka's int32 milliseconds", consumerWith("  session_timeout: 1000000h\n"),

@@ -420,7 +420,7 @@ func allocated(fn func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// TestDecodeAllocatesAfterCheck (issue 22, 4a): what the decoder
+// TestDecodeAllocatesAfterCheck: what the decoder
 // allocates for records is sized after a batch's CRC is checked, for what
 // its bytes can hold and the room can keep, never from a header's claim.
 func TestDecodeAllocatesAfterCheck(t *testing.T) {
@@ -473,11 +473,11 @@ func TestDecodeAllocatesAfterCheck(t *testing.T) {
 	}
 }
 
-// TestDecodeCopiesRecordsOutOfACutBatch (issue 22, 4b): records kept
+// TestDecodeCopiesRecordsOutOfACutBatch: records kept
 // from a compressed batch that the room cuts short (or whose head is
 // before the position) are copied out of it, so they do not pin the whole
-// decompressed batch: 20 fetches keeping one record each of a batch that
-// decompresses to 2 MiB held 40 MiB before.
+// decompressed batch (20 fetches keeping one record each of a batch that
+// decompresses to 2 MiB would hold 40 MiB).
 func TestDecodeCopiesRecordsOutOfACutBatch(t *testing.T) {
 	value := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i%26)}, 32<<10) }
 	var recs []stages.Record
@@ -522,7 +522,7 @@ func TestDecodeCopiesRecordsOutOfACutBatch(t *testing.T) {
 	}
 }
 
-// TestDecodeRoomCountsFootprint (issue 22, 4c): the room counts what a
+// TestDecodeRoomCountsFootprint: the room counts what a
 // kept record holds (its Record and Header values too), so records
 // without key or value are limited like any other.
 func TestDecodeRoomCountsFootprint(t *testing.T) {
@@ -572,9 +572,9 @@ func withCount(t testingT, tb testBatch, count int32) []byte {
 	return b
 }
 
-// TestDecodeRefusesCountMismatch (issue 22, 4d): a batch whose record
+// TestDecodeRefusesCountMismatch: a batch whose record
 // count disagrees with its records is corrupt (Java refuses it too); a
-// count lower than the records silently dropped the rest before.
+// count lower than the records must not silently drop the rest.
 func TestDecodeRefusesCountMismatch(t *testing.T) {
 	three := []stages.Record{rec(0, "a", "1"), rec(1, "b", "2"), rec(2, "c", "3")}
 	for _, tt := range []struct {
@@ -608,7 +608,7 @@ func TestDecodeRefusesCountMismatch(t *testing.T) {
 	}
 }
 
-// TestDecodeDeliversGoodBatchesBeforeCorrupt (issue 22, 4e): the records
+// TestDecodeDeliversGoodBatchesBeforeCorrupt: the records
 // of the whole batches before a corrupt one are returned with the error
 // and next at the corrupt batch; none of the corrupt batch's records, nor
 // anything after it.
@@ -659,12 +659,11 @@ func TestDecodeDeliversGoodBatchesBeforeCorrupt(t *testing.T) {
 	}
 }
 
-// TestDecodeSizesRecordsOnce (issue 21): a partition of many small
-// uncompressed batches is decoded into one slice sized once, from the
-// batches whose CRCs are checked. Growing it by each batch's count
-// (append's quarter once large) copied the records decoded so far again
-// at every batch: 1000 batches of 10 records allocated 4.5 times the
-// final slice before.
+// TestDecodeSizesRecordsOnce: a partition of many small uncompressed
+// batches is decoded into one slice sized once, from the batches whose
+// CRCs are checked, not grown by each batch's count (append's quarter
+// once large), which would copy the records decoded so far again at
+// every batch.
 func TestDecodeSizesRecordsOnce(t *testing.T) {
 	const batches, each = 1000, 10
 	var raw []byte
