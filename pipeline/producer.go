@@ -108,8 +108,8 @@ var unavailableProduceErrors = []kafka.Error{
 // stages.Permanent or stages.Unavailable (see Producer), or leaves it.
 // internal/produce marks most of its errors itself (those are kept as
 // they are); the rest are classified here by the kafka-go error types
-// they wrap (kafka.Error, and the Writer's WriteErrors and
-// MessageTooLargeError, still understood), network errors and ctx.
+// they wrap (kafka.Error, kafka.WriteErrors and
+// kafka.MessageTooLargeError), network errors and ctx.
 func classifyProduceError(ctx context.Context, err error) error {
 	switch {
 	case stages.IsPermanent(err) || stages.IsUnavailable(err):

@@ -1,18 +1,17 @@
 // Package produce is the engine's own Kafka producer: idempotent by
 // default, transactional with a transactional id (KIP-98, and KIP-447's
-// consumer-group offsets in the transaction). It exists because
-// kafka-go's Writer has neither: no transactions, and its record-set
-// writer always writes producer id, epoch and base sequence as -1.
+// consumer-group offsets in the transaction). It writes every output and
+// dead-letter record of the pipeline.
 //
 // What is ours and what is kafka-go's:
 //
 //   - Ours: the record batches (format v2, encoded by batchEncoder into
 //     reused buffers, CRC-32C, transactional attribute, null distinct
-//     from empty, optionally compressed: Config.Compression); partitioning (FNV-1a as kafka-go's Hash balancer, so
-//     keys keep the partitions pipeline.Producer gave them when it wrapped kafka-go's Writer); the
-//     per-partition sequence numbers and their retry rules; the
-//     transaction state machine and every retry or classification rule
-//     of the transaction requests.
+//     from empty, optionally compressed: Config.Compression);
+//     partitioning (FNV-1a of the key, the same partition as kafka-go's
+//     Hash balancer picks); the per-partition sequence numbers and their
+//     retry rules; the transaction state machine and every retry or
+//     classification rule of the transaction requests.
 //   - kafka-go's: the wire. Requests are kafka-go's protocol types
 //     (rawproduce with our encoded record set, initproducerid,
 //     addpartitionstotxn, addoffsetstotxn, txnoffsetcommit, endtxn,
@@ -42,10 +41,11 @@
 // another instance owns the id), *AbortableError (Abort, then redo the
 // work from the committed offsets), *FatalError (configuration or
 // permission), *SinkError (the topic is missing or may not be written).
-// As pipeline.Producer documents (it is this producer, idempotent), Produce marks the failures of
-// the destination rather than of the records (a *SinkError, transient
-// errors past MaxAttempts) stages.Unavailable, and records the broker
-// will never take stages.Permanent.
+// As pipeline.Producer documents (it is this producer, idempotent),
+// Produce marks the failures of the destination rather than of the
+// records (a *SinkError, transient errors past MaxAttempts)
+// stages.Unavailable, and records the broker will never take
+// stages.Permanent.
 // Config.OnTxnFailed is told once each time the transaction becomes
 // abortable or the producer fails for good.
 //

@@ -177,8 +177,8 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 
 // Produce writes records to topic with acks=all and returns nil once
 // every one is acknowledged. Records with a key go to the partition
-// kafka-go's Hash balancer picks (FNV-1a of the key, as pipeline's
-// kafka-go Writer did, so keys keep their partitions); the records
+// kafka-go's Hash balancer picks (FNV-1a of the key, so a key keeps its
+// partition across fencepost versions and kafka-go clients); the records
 // without a key of one call all go to one partition, the next call's to
 // the next (sticky round-robin, for fuller batches). Records of one
 // partition keep their order. A zero Timestamp is the time of the call.
