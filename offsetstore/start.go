@@ -56,8 +56,8 @@ func (k StartKind) String() string {
 type StartRequest struct {
 	kind   StartKind
 	offset int64 // StartExact, StartCommitted: the offset; StartAtTime: Unix milliseconds
-	// epoch is StartCommitted's leader epoch plus one (0: none), so the
-	// zero value carries no epoch.
+	// epoch is StartCommitted's leader epoch (Kafka's, not an [Epoch])
+	// plus one (0: none), so the zero value carries no leader epoch.
 	epoch int32
 }
 
@@ -95,9 +95,9 @@ func Committed(offset int64) StartRequest {
 // CommittedAt returns the request to resume at a committed offset that
 // was committed with the leader epoch of the record before it
 // (OffsetCommit v7+, KIP-320). Before fetching, the coordinator asks the
-// partition's leader where that epoch ends (when validation is enabled):
-// if its log diverged below offset, the partition resumes at the
-// divergence point and the reset is reported as
+// partition's leader where that leader epoch ends (when validation is
+// enabled): if its log diverged below offset, the partition resumes at
+// the divergence point and the reset is reported as
 // [ReasonLogTruncation]. A negative leaderEpoch is [Committed].
 func CommittedAt(offset int64, leaderEpoch int32) StartRequest {
 	r := Committed(offset)

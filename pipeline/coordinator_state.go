@@ -71,7 +71,9 @@ type partition struct {
 	seek bool
 	// from is the offset the pending reset started from (the committed
 	// or current offset), -1 if none.
-	from  int64
+	from int64
+	// epoch is the partition's incarnation: every assignment, reset and
+	// seek gives it a new one, and a result of an older one is dropped.
 	epoch offsetstore.Epoch
 	// seekEpoch is the epoch the last Seek gave the partition: batches
 	// handed out in older epochs were handed out before it.
@@ -84,9 +86,10 @@ type partition struct {
 	op      op
 	fetcher *fetcher // fetcher of the fetch in flight
 	leader  int32    // -1 unknown
-	// leaderEpoch is the leader's epoch as the metadata said (KIP-320),
-	// sent with every fetch and lookup of the partition; -1 unknown. A
-	// result of a request sent with another leader epoch is stale.
+	// leaderEpoch is the partition's leader epoch as the metadata said
+	// (KIP-320), sent with every fetch and lookup of the partition; -1
+	// unknown. A result of a request sent with another leader epoch is
+	// stale.
 	leaderEpoch int32
 	// fetchedEpoch is the leader epoch of the record just before the
 	// position (the last one fetched, or the committed offset's); -1
@@ -150,7 +153,7 @@ func (p *partition) fetchable(c *coordinator) bool {
 type handout struct {
 	batch *fetch.Batch
 	span  offsets.Span
-	epoch offsetstore.Epoch
+	epoch offsetstore.Epoch // the partition's epoch it was handed out in
 	bytes int64
 	// leaderEpoch is the leader epoch of the record at span.End-1, -1
 	// unknown.
@@ -254,7 +257,8 @@ type PartitionStatus struct {
 	Committed int64
 	Paused    bool
 	Leader    int32 // -1 unknown
-	// LeaderEpoch is the leader's epoch as the metadata said, -1 unknown.
+	// LeaderEpoch is the partition's leader epoch as the metadata said,
+	// -1 unknown.
 	LeaderEpoch   int32
 	BufferedBytes int64 // fetched-but-unfinished bytes of this partition
 	Err           error // why a Stopped partition stopped
