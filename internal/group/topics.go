@@ -17,9 +17,9 @@ import (
 //     assigned. Under the classic protocol the leader watches every
 //     subscribed topic (present or not) every MetadataInterval: its
 //     partition count, its presence and its topic id (Metadata v10+,
-//     Kafka 2.8+); any change starts a rebalance. It used to watch only
-//     the topics that existed at its last assignment, so a deleted topic
-//     dropped out of the watch and its return was never noticed. Under
+//     Kafka 2.8+); any change starts a rebalance. Watching only the
+//     topics that existed at its last assignment would drop a deleted
+//     topic from the watch and never notice its return. Under
 //     the consumer protocol (KIP-848) the coordinator recomputes the
 //     assignment itself when a topic is created or deleted.
 //   - The offsets the group committed for the deleted topic do not

@@ -13,7 +13,7 @@ import (
 
 // TestProduceRecordOverOneMB: with the brokers' message.max.bytes and
 // the topic's max.message.bytes at 20 MiB, produce writes a 5 MB line as
-// one record, whole; it used to refuse it (MESSAGE_TOO_LARGE) at kgo's
+// one record, whole, rather than refuse it (MESSAGE_TOO_LARGE) at kgo's
 // default batch limit of about 1 MB.
 func TestProduceRecordOverOneMB(t *testing.T) {
 	cl, err := broker.Start(broker.Options{Brokers: 1, Partitions: 1, MaxMessageBytes: 20 << 20})

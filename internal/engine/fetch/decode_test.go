@@ -446,7 +446,7 @@ func TestDecodeAllocatesAfterCheck(t *testing.T) {
 		kept    int
 	}{
 		// 8 batch headers of 61 bytes claiming 2^30 zstd records each,
-		// CRC wrong: 64 MiB allocated before the fix
+		// CRC wrong: sized from the headers, 64 MiB would be allocated
 		{name: "488 bytes of corrupt zstd headers", raw: bytes.Repeat(header(4, 1<<30, false), 8), room: 1 << 30, corrupt: true},
 		{name: "a count the bytes cannot hold", raw: header(0, 1<<30, true), room: 1 << 30, corrupt: true},
 		{name: "a count the room cannot keep", raw: many, room: 10 * recordSize, kept: 10},
