@@ -69,82 +69,106 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 // have one answer per entry of its request.
 var errMisaligned = errors.New("result does not answer every entry of its request")
 
-// resolved decides where p starts, given the log bounds.
-func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
+// startDecision is where a partition starts once its lookup answered:
+// the offset, and why it moved (reason 0: the position it had is valid).
+type startDecision struct {
+	to       int64
+	reason   offsetstore.ResetReason
+	dataLoss bool
+	// stop: there is no valid position and the reset policy is none;
+	// the partition stops with a ResetError of reason.
+	stop bool
+	// truncated: the leader's log diverged below the position (an
+	// unclean election truncated it); to is the divergence point.
+	truncated bool
+}
+
+// decideStart is the reset decision: where a partition whose start
+// request is req (seek: a seek asked for it; recreated: its topic was
+// recreated; validateEpoch: the leader epoch of the record before an
+// offset being validated, -1 if none) starts, given the lookup's answer
+// and the reset policy. It has no effects.
+func decideStart(req offsetstore.StartRequest, seek, recreated bool, validateEpoch int32,
+	pr *resolve.PartitionResult, policy offsetstore.ResetPolicy) startDecision {
 	ls, hw := pr.LogStart, pr.HighWatermark
-	var (
-		to       int64
-		reason   offsetstore.ResetReason
-		dataLoss bool
-	)
-	byPolicy := func() bool {
-		req, ok := c.cfg.policy.Request()
-		if !ok {
-			return false
+	byPolicy := func(d startDecision) startDecision {
+		r, ok := policy.Request()
+		switch {
+		case !ok:
+			d.stop = true
+		case r.Kind() == offsetstore.StartLatest:
+			d.to = hw
+		default:
+			d.to = ls
 		}
-		if req.Kind() == offsetstore.StartLatest {
-			to = hw
-		} else {
-			to = ls
-		}
-		return true
+		return d
 	}
-	switch p.req.Kind() {
+	switch req.Kind() {
 	case offsetstore.StartEarliest:
-		to, reason = ls, offsetstore.ReasonSeek
+		return startDecision{to: ls, reason: offsetstore.ReasonSeek}
 	case offsetstore.StartLatest:
-		to, reason = hw, offsetstore.ReasonSeek
+		return startDecision{to: hw, reason: offsetstore.ReasonSeek}
 	case offsetstore.StartAtTime:
-		to, reason = pr.TimeOffset, offsetstore.ReasonSeek
+		to := pr.TimeOffset
 		if to < 0 || to > hw {
 			to = hw
 		}
-		if to < ls {
-			to = ls
-		}
+		return startDecision{to: max(to, ls), reason: offsetstore.ReasonSeek}
 	case offsetstore.StartByPolicy:
-		reason = offsetstore.ReasonNoCommittedOffset
-		if p.recreated {
+		reason := offsetstore.ReasonNoCommittedOffset
+		if recreated {
 			reason = offsetstore.ReasonTopicRecreated
 		}
+		return byPolicy(startDecision{reason: reason})
+	}
+	off, _ := req.Offset() // an offset to validate
+	switch {
+	case validateEpoch >= 0 && pr.EpochEndOffset >= 0 && pr.EpochEndOffset < off:
+		// The leader's log holds the epoch of the record before off
+		// only up to EpochEndOffset: it diverged below off (an unclean
+		// election truncated it). Resume at the divergence point: what
+		// the new leader wrote from there on is new.
+		return startDecision{to: max(pr.EpochEndOffset, ls), reason: offsetstore.ReasonLogTruncation, dataLoss: true, truncated: true}
+	case seek:
+		// a sought offset outside the log is clamped to it (the event's
+		// log bounds say so)
+		return startDecision{to: min(max(off, ls), hw), reason: offsetstore.ReasonSeek}
+	case off < ls:
+		return startDecision{to: ls, reason: offsetstore.ReasonBelowLogStart}
+	case validateEpoch >= 0 && pr.EpochEndOffset >= off:
+		// the leader's log holds the epoch of the record before off up
+		// to off or past it: the position is valid, even if a new
+		// leader's high watermark has not caught up yet
+		return startDecision{to: off}
+	case off > hw:
+		return byPolicy(startDecision{reason: offsetstore.ReasonAboveHighWatermark, dataLoss: true})
+	}
+	return startDecision{to: off}
+}
+
+// resolved applies the reset decision for p (decideStart): it starts p
+// fetching, with a reset event when it moved, or stops it.
+func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
+	ls, hw := pr.LogStart, pr.HighWatermark
+	d := decideStart(p.req, p.seek, p.recreated, p.resolveValidateEpoch(), pr, c.cfg.policy)
+	if p.req.Kind() == offsetstore.StartByPolicy {
 		p.recreated = false
-		if !byPolicy() {
-			c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: -1, LogStart: ls, HighWatermark: hw})
-			return
+	}
+	to, reason, dataLoss := d.to, d.reason, d.dataLoss
+	if d.stop {
+		from := int64(-1)
+		if off, ok := p.req.Offset(); ok {
+			from = off
 		}
-	default: // an offset to validate
+		c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: from, LogStart: ls, HighWatermark: hw})
+		return
+	}
+	if d.truncated {
 		off, _ := p.req.Offset()
-		switch {
-		case p.resolveValidateEpoch() >= 0 && pr.EpochEndOffset >= 0 && pr.EpochEndOffset < off:
-			// The leader's log holds the epoch of the record before off
-			// only up to EpochEndOffset: it diverged below off (an
-			// unclean election truncated it). Resume at the divergence
-			// point: what the new leader wrote from there on is new.
-			to, reason, dataLoss = max(pr.EpochEndOffset, ls), offsetstore.ReasonLogTruncation, true
-			c.log.Warn("log truncation detected: the partition's log diverged below the position", zap.Stringer("partition", p.tp),
-				zap.Int64("offset", off), zap.Int32("fetched_leader_epoch", p.validateEpoch),
-				zap.Int32("leader_epoch", pr.EpochEnd), zap.Int64("epoch_end_offset", pr.EpochEndOffset),
-				zap.Int32("current_leader_epoch", p.leaderEpoch))
-		case p.seek:
-			// a sought offset outside the log is clamped to it (the
-			// event's log bounds say so)
-			to, reason = min(max(off, ls), hw), offsetstore.ReasonSeek
-		case off < ls:
-			to, reason = ls, offsetstore.ReasonBelowLogStart
-		case p.resolveValidateEpoch() >= 0 && pr.EpochEndOffset >= off:
-			// the leader's log holds the epoch of the record before off
-			// up to off or past it: the position is valid, even if a new
-			// leader's high watermark has not caught up yet
-			to = off
-		case off > hw:
-			reason, dataLoss = offsetstore.ReasonAboveHighWatermark, true
-			if !byPolicy() {
-				c.stop(p, &offsetstore.ResetError{Partition: p.tp, Reason: reason, From: off, LogStart: ls, HighWatermark: hw})
-				return
-			}
-		default:
-			to = off
-		}
+		c.log.Warn("log truncation detected: the partition's log diverged below the position", zap.Stringer("partition", p.tp),
+			zap.Int64("offset", off), zap.Int32("fetched_leader_epoch", p.validateEpoch),
+			zap.Int32("leader_epoch", pr.EpochEnd), zap.Int64("epoch_end_offset", pr.EpochEndOffset),
+			zap.Int32("current_leader_epoch", p.leaderEpoch))
 	}
 	if reason == 0 {
 		// validated: resume where we were, same epoch
