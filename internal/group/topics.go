@@ -204,7 +204,15 @@ func (s *runState) noteTopics(now map[string]topicMeta) {
 // the committed offsets of the partitions it gained, except that those of
 // a topic recreated since its previous generation are dropped (the
 // partition starts from the reset policy, marked TopicRecreated).
+//
+// A generation that adds no partition (most cooperative rebalances)
+// reads no metadata: only added partitions can start from a recreated
+// topic, and the ids remembered from an earlier generation still tell a
+// recreation at the next one that adds some.
 func (s *runState) assignedOffsets(ctx context.Context, added map[tp]bool) ([]Partition, error) {
+	if len(added) == 0 {
+		return nil, nil
+	}
 	recreated, now := s.recreatedTopics(ctx)
 	parts, err := s.fetchCommitted(ctx, added)
 	if err != nil {
