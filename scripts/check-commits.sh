@@ -5,7 +5,7 @@
 # (default HEAD).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-since=7b1b578c4f7fefe06e8e573a013493f16d3667f3 # the last commit before the convention
+since=bcc70ec133db86d94ef976bc6084de2605bec4fe # the last commit before the convention
 head=${1:-HEAD}
 if ! git cat-file -e "$since^{commit}" 2>/dev/null; then
 	# (a shallow clone: nothing to check against; say so and pass)
