@@ -106,11 +106,13 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 		return err
 	}
 	err = o.cluster.reach(ctx, probe)
+	if err == nil {
+		opts = append(opts, o.cluster.batchLimitOpts(ctx, c, probe, o.topic)...)
+	}
 	probe.Close()
 	if err != nil {
 		return err
 	}
-	opts = append(opts, o.cluster.batchLimitOpts(ctx, c, o.topic)...)
 	cl, _, err := o.cluster.client(c, "-produce", opts...)
 	if err != nil {
 		return err

@@ -7,8 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/fencepost-dev/fencepost/internal/cli/kafkaclient"
 )
 
 // produceDefaultBatch is kgo's default batch limit, used when the
@@ -18,22 +16,19 @@ const produceDefaultBatch = 1000012
 // batchLimitOpts are the client options that let produce write records
 // as large as the topic accepts: the batch limit is kafka.max_batch_bytes
 // from the configuration file when set, else the topic's
-// max.message.bytes (DescribeConfigs), else kgo's default (about 1 MB).
-// A record over it is refused as MESSAGE_TOO_LARGE before it is sent.
-func (f *clusterFlags) batchLimitOpts(ctx context.Context, c *cli, topic string) []kgo.Opt {
+// max.message.bytes (DescribeConfigs through cl, the client that reached
+// the cluster), else kgo's default (about 1 MB). A record over it is
+// refused as MESSAGE_TOO_LARGE before it is sent.
+func (f *clusterFlags) batchLimitOpts(ctx context.Context, c *cli, cl *kgo.Client, topic string) []kgo.Opt {
 	k, _, err := f.settings(c)
 	if err != nil {
 		return nil // the client's creation reports it
 	}
 	limit := int64(k.MaxBatchBytes)
 	if limit <= 0 {
-		limit = produceDefaultBatch
-		if adm, err := kafkaclient.NewAdmin(k, "-produce-limit"); err == nil {
-			dctx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(f.timeout, time.Second)))
-			limit = topicMaxMessageBytes(dctx, adm, topic, limit)
-			cancel()
-			adm.Close()
-		}
+		dctx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(f.timeout, time.Second)))
+		limit = topicMaxMessageBytes(dctx, kadm.NewClient(cl), topic, produceDefaultBatch)
+		cancel()
 	}
 	limit = min(max(limit, 1<<10), 1<<30-1<<16)
 	return []kgo.Opt{kgo.ProducerBatchMaxBytes(int32(limit)), kgo.BrokerMaxWriteBytes(int32(max(100<<20, limit+1<<16)))}
