@@ -15,13 +15,8 @@ import (
 	"github.com/sourcegraph/conc"
 	"go.uber.org/zap"
 
-	"github.com/fencepost-dev/fencepost/internal/engine/commit"
-	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
-	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/engine/process"
-	"github.com/fencepost-dev/fencepost/internal/engine/resolve"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
-	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
@@ -194,9 +189,11 @@ func (r *runner) createTopics(ctx context.Context, names []string) error {
 	return errors.Join(errs...)
 }
 
+// run is one Run: it builds the workers of every step, starts them, runs
+// the group member until ctx ends (or the run fails), then stops the
+// workers and says how the run ended.
 func (r *runner) run(ctx context.Context) error {
-	p, cfg := r.p, r.p.cfg
-	log := p.log
+	cfg := r.p.cfg
 	defer r.transport.CloseIdleConnections()
 	if r.closeSink != nil {
 		defer func() { _ = r.closeSink() }()
@@ -208,165 +205,27 @@ func (r *runner) run(ctx context.Context) error {
 	defer cancel()
 	stopTimer := context.AfterFunc(ctx, func() { time.AfterFunc(cfg.ShutdownTimeout, cancel) })
 	defer stopTimer()
-
-	client := kafkawire.New(r.transport, r.conn.addr())
-	brokers := &fetch.Brokers{}
-	fetcher, err := fetch.NewFetcher(fetch.Config{
-		Dialer: r.conn.fetchDialer(), Brokers: brokers,
-		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: int32(cfg.Consumer.FetchMinBytes),
-		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: cfg.Consumer.ReadCommitted,
-	})
-	if err != nil {
-		return err
-	}
-	defer fetcher.Close() // after wg.Wait (deferred below): every stream is closed
-	fetchDialer := r.conn.fetchDialer()
-	resolver := resolve.NewResolver(client, resolve.Config{
-		Timeout: cfg.Kafka.DialTimeout, ReadCommitted: cfg.Consumer.ReadCommitted,
-		Dial: func(ctx context.Context, broker int32) (*kafkawire.Conn, error) {
-			addr, ok := brokers.Addr(broker)
-			if !ok {
-				return nil, fmt.Errorf("broker %d is not in the cluster's metadata", broker)
-			}
-			return fetchDialer.Dial(ctx, addr)
-		},
-	})
-	committerTimeout := cfg.Kafka.DialTimeout
 	// memberCtx is the group member's: it ends with ctx, or with the
 	// transactional producer's failure (its cause).
 	memberCtx, failRun := context.WithCancelCause(ctx)
 	defer failRun(nil)
-	var txn *produce.Producer
-	txnFailed := make(chan txnFailedEvent, 1)
-	if cfg.Guarantee == ExactlyOnce {
-		if txn, err = r.startTransactions(ctx, client, txnFailed); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while starting: nothing was processed
-			}
-			return err
-		}
-		defer r.out.detach()
-		// a transaction's commit may wait for a coordinator to move
-		committerTimeout = max(committerTimeout, cfg.TransactionTimeout/2)
-	}
-	committer := commit.NewCommitter(100*time.Millisecond, committerTimeout)
-	metadata := fetch.NewMetadata(client, cfg.Consumer.Topics, brokers)
 
 	var wg conc.WaitGroup
+	w, err := r.buildWorkers(ctx, runCtx, &wg, failRun)
+	if err != nil {
+		if errors.Is(err, errStoppedWhileStarting) {
+			return nil // nothing was processed
+		}
+		return err
+	}
+	defer w.release() // after wg.Wait (deferred below): every worker is done
 	defer wg.Wait()
 	defer cancel() // before wg.Wait: stop every step's workers
+	w.start(runCtx, r, &wg)
+	r.p.loop.Store(w.loop)
+	defer r.p.loop.Store(nil)
 
-	resolveCh := make(chan offsets.ResolveRequest, 1)
-	commitCh := make(chan commit.Job, 1)
-	metaCh := make(chan struct{}, 1)
-	processCh := make(chan process.Message)
-	noticeCh := make(chan notice, 64)
-	fetchers := map[fetcherKey]chan fetchJob{}
-	// fetchCtx is the context of the fetches sent since the last abort;
-	// only the coordinator goroutine (through its outputs) touches it.
-	// runCtx's end cancels every fetch context too.
-	fetchCtx, abortFetches := context.WithCancel(runCtx)
-
-	var loop *coordinatorLoop
-	coord := newCoordinator(coordinatorConfig{
-		policy:            cfg.Consumer.AutoOffsetReset,
-		validate:          !cfg.Consumer.SkipOffsetValidation,
-		commitInterval:    cfg.Consumer.CommitInterval,
-		budget:            int64(cfg.Consumer.BufferBytes),
-		fetchMaxBytes:     int32(min(cfg.Consumer.FetchMaxBytes, 1<<30)),
-		partitionMaxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)),
-		fetchersPerBroker: r.fetchers,
-		metadataBackoff:   100 * time.Millisecond,
-		reportCommits:     p.obs != nil,
-		transactional:     txn != nil,
-		txnDrainTimeout:   cfg.TransactionTimeout / 2,
-	}, coordinatorOutputs{
-		resolve:  func(b offsets.ResolveRequest) { resolveCh <- b },
-		commit:   func(c commit.Job) { commitCh <- c },
-		metadata: func() { trySend(metaCh) },
-		// Called on the coordinator goroutine only: fetchers is its.
-		fetch: func(b offsets.FetchRequest) {
-			k := fetcherKey{broker: b.Broker(), index: b.Fetcher()}
-			ch := fetchers[k]
-			if ch == nil {
-				ch = make(chan fetchJob, 1)
-				fetchers[k] = ch
-				stream := fetcher.Stream(k.broker)
-				wg.Go(func() {
-					defer stream.Close()
-					serve(runCtx, ch, loop, func(_ context.Context, j fetchJob) event { return fetchedEvent{r.fetch(stream, j)} })
-				})
-			}
-			if fetchCtx.Err() != nil {
-				fetchCtx, abortFetches = context.WithCancel(runCtx)
-			}
-			ch <- fetchJob{ctx: fetchCtx, batch: b}
-		},
-		abortFetches: func() { abortFetches() },
-		fatal:        func(err error) { failRun(err) },
-	}, log, &p.stats.coord, time.Now())
-	loop = newCoordinatorLoop(coord, processCh, noticeCh, p.tick)
-
-	// A bad input can fail every record: the chain's per-record
-	// warnings are rate-limited, with a count of what was left out.
-	chainLog := logging.ForRecords(logging.ForStage(log))
-	defer chainLog.Flush()
-	chain := process.Chain{
-		Stages: p.stages,
-		Policy: process.FailurePolicy{
-			Retries: cfg.DeadLetter.Retries, Backoff: cfg.DeadLetter.Backoff,
-			Stop: cfg.DeadLetter.Policy == DeadLetterStop, Sink: r.sink,
-		},
-		Timeout:      cfg.Consumer.ProcessingTimeout,
-		Log:          chainLog,
-		OnDeadLetter: func(stages.Record, string, error) { p.stats.deadLetters.Add(1) },
-		OnStuck:      func(_ string, delta int) { p.stats.stuck.Add(int64(delta)) },
-		// an output down for every record holds its partition: counted
-		// for /readyz, never dead-lettered
-		OnUnavailable: p.stats.unavailable,
-	}
-	if p.obs != nil {
-		chain.OnStage = func(s process.StageRun) {
-			p.obs.StageDone(StageDone{Stage: s.Stage, Records: s.In, Out: s.Out, Dropped: s.Dropped,
-				Failed: s.Failed, DeadLettered: s.DeadLettered, Duration: s.Duration})
-		}
-	}
-	step := process.NewStep(process.Config{
-		Chain: chain, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
-		OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
-	})
-
-	wg.Go(func() { loop.run(runCtx) })
-	var abandoned error // step.Run's, read after wg.Wait
-	wg.Go(func() { abandoned = step.Run(runCtx, processCh, loop.reports) })
-	wg.Go(func() {
-		serve(runCtx, resolveCh, loop, func(ctx context.Context, b offsets.ResolveRequest) event {
-			return resolvedEvent{resolver.Resolve(ctx, b)}
-		})
-	})
-	wg.Go(func() {
-		serve(runCtx, commitCh, loop, func(ctx context.Context, c commit.Job) event { return committedEvent{r.commit(ctx, committer, c)} })
-	})
-	wg.Go(func() { r.refreshMetadata(runCtx, metadata, metaCh, loop) })
-	wg.Go(func() { r.notify(runCtx, noticeCh) })
-	if txn != nil {
-		wg.Go(func() {
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case ev := <-txnFailed:
-					if !loop.send(runCtx, ev) {
-						return
-					}
-				}
-			}
-		})
-	}
-	p.loop.Store(loop)
-	defer p.loop.Store(nil)
-
-	m := &member{cfg: cfg, conn: r.conn, loop: loop, log: log, obs: p.obs, txn: txn, stats: &p.stats}
+	m := &member{cfg: cfg, conn: r.conn, loop: w.loop, log: r.p.log, obs: r.p.obs, txn: w.txn, stats: &r.p.stats}
 	err = m.run(memberCtx)
 	if cause := context.Cause(memberCtx); ctx.Err() == nil && cause != nil && err == nil {
 		err = fmt.Errorf("exactly_once: %w", cause)
@@ -377,20 +236,28 @@ func (r *runner) run(ctx context.Context) error {
 	// not wait for a stage that ignores its context.
 	cancel()
 	wg.Wait()
+	return r.howItEnded(err, w.abandoned, deadlinePassed, m.finalErr)
+}
+
+// howItEnded is Run's answer once every worker has stopped: the member's
+// error, else the stage calls abandoned, the shutdown deadline passed, the
+// final commit failed, or partitions left stopped; nil for a clean stop.
+func (r *runner) howItEnded(memberErr, abandoned error, deadlinePassed bool, finalCommit error) error {
+	p, log := r.p, r.p.log
 	var ab *process.AbandonedError
 	if errors.As(abandoned, &ab) {
 		p.abandon(ab.Stages)
 		log.Error("stage calls ignored their cancellation and were abandoned", zap.Error(abandoned))
 		return &AbandonedError{Stages: slices.Sorted(maps.Keys(ab.Stages)), Records: ab.Records, Err: abandoned}
 	}
-	if err != nil {
-		return err
+	if memberErr != nil {
+		return memberErr
 	}
 	if deadlinePassed {
-		return fmt.Errorf("stopped at the shutdown deadline (%v) before in-flight records finished; they are redelivered after restart", cfg.ShutdownTimeout)
+		return fmt.Errorf("stopped at the shutdown deadline (%v) before in-flight records finished; they are redelivered after restart", p.cfg.ShutdownTimeout)
 	}
-	if m.finalErr != nil {
-		return fmt.Errorf("the final commit failed: %w (records processed since the last successful commit are redelivered after restart)", m.finalErr)
+	if finalCommit != nil {
+		return fmt.Errorf("the final commit failed: %w (records processed since the last successful commit are redelivered after restart)", finalCommit)
 	}
 	if st := p.stats.coord.stoppedAtRelease.Load(); st != nil && len(*st) > 0 {
 		err := &StoppedPartitionsError{Partitions: *st}
@@ -454,113 +321,6 @@ func (e *AbandonedError) Error() string {
 }
 
 func (e *AbandonedError) Unwrap() error { return e.Err }
-
-// fetchJob is a fetch and the context it runs in (aborted on revoke).
-type fetchJob struct {
-	ctx   context.Context
-	batch offsets.FetchRequest
-}
-
-// fetch runs one fetch on a broker's stream and reports it to the
-// observer, if any.
-func (r *runner) fetch(s *fetch.Stream, j fetchJob) *fetch.Result {
-	if r.p.obs == nil {
-		return s.Fetch(j.ctx, j.batch)
-	}
-	began := time.Now()
-	res := s.Fetch(j.ctx, j.batch)
-	d := FetchDone{Broker: j.batch.Broker(), Partitions: j.batch.Len(), Latency: time.Since(began), Aborted: j.ctx.Err() != nil}
-	for i := range res.Partitions {
-		switch pr := &res.Partitions[i]; {
-		case pr.Outcome == fetch.OK && pr.Batch != nil:
-			d.Records += len(pr.Batch.Records())
-			d.Bytes += pr.Payload
-		case pr.Outcome != fetch.OK && !d.Aborted:
-			d.Errors++
-			if d.Err == nil {
-				d.Err = pr.Err
-			}
-		}
-	}
-	r.p.obs.FetchDone(d)
-	return res
-}
-
-// commit runs one commit and reports it to the observer, if any.
-func (r *runner) commit(ctx context.Context, committer *commit.Committer, c commit.Job) *commit.Result {
-	began := time.Now()
-	res := committer.Commit(ctx, c)
-	if r.p.obs != nil {
-		r.p.obs.CommitDone(CommitDone{Partitions: c.Request.Len(), Latency: time.Since(began), Err: res.Err, Abort: c.Abort})
-	}
-	return res
-}
-
-// serve runs a worker: one request at a time, its result to the
-// coordinator.
-func serve[T any](ctx context.Context, in <-chan T, loop *coordinatorLoop, do func(context.Context, T) event) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case v := <-in:
-			if !loop.send(ctx, do(ctx, v)) {
-				return
-			}
-		}
-	}
-}
-
-func trySend(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// refreshMetadata sends the coordinator the partition leaders: at start,
-// when it asks (a NotLeader answer), and every metadata_max_age.
-func (r *runner) refreshMetadata(ctx context.Context, m *fetch.Metadata, asked <-chan struct{}, loop *coordinatorLoop) {
-	t := time.NewTicker(r.p.cfg.Kafka.MetadataMaxAge)
-	defer t.Stop()
-	refresh := false
-	for {
-		lctx, cancel := context.WithTimeout(ctx, r.p.cfg.Kafka.DialTimeout)
-		l := m.Leaders(lctx, refresh)
-		cancel()
-		if ctx.Err() != nil || !loop.send(ctx, leadersEvent{l}) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-asked:
-			refresh = true
-		case <-t.C:
-			refresh = false
-		}
-	}
-}
-
-// notify hands notices to the application's hooks, in order.
-func (r *runner) notify(ctx context.Context, in <-chan notice) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case n := <-in:
-			if n.Reset != nil && r.p.onReset != nil {
-				r.p.onReset(*n.Reset)
-			}
-			if n.Stopped != nil && r.p.onStop != nil {
-				r.p.onStop(*n.Stopped)
-			}
-			if n.Committed != nil && r.p.obs != nil {
-				r.p.obs.OffsetsCommitted(n.Committed)
-			}
-		}
-	}
-}
 
 // Close closes the pipeline's stages that hold resources (stages.Closer),
 // once; later calls do nothing and return nil. Run calls it when it
