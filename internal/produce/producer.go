@@ -227,7 +227,7 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []stages.R
 		}
 		return err
 	}
-	wrote, err := p.produce(ctx, topic, records)
+	wrote, _, err := p.produce(ctx, topic, -1, records)
 	if p.leave(err, wrote) {
 		return txnOver(err)
 	}
@@ -236,37 +236,41 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []stages.R
 
 // produce is one Produce call enter admitted; wrote reports whether
 // something of it may have been written (see Produce).
-func (p *Producer) produce(ctx context.Context, topic string, records []stages.Record) (wrote bool, err error) {
+func (p *Producer) produce(ctx context.Context, topic string, fixed int32, records []stages.Record) (wrote bool, next int64, err error) {
 	c := callPool.Get().(*call)
 	defer c.release()
-	c.p, c.topic = p, topic
+	c.p, c.topic, c.fixed = p, topic, fixed
 	if err := c.route(ctx, records); err != nil {
-		return false, destinationError(ctx, err)
+		return false, -1, destinationError(ctx, err)
 	}
 	c.limit = p.limitFor(ctx, topic)
 	if err := c.checkSizes(records); err != nil {
-		return false, err
+		return false, -1, err
 	}
 	if err := c.acquire(ctx); err != nil {
-		return false, err
+		return false, -1, err
 	}
 	// Nothing of a call goes out once its context has ended (acquire's
 	// select takes a free token as readily as it sees ctx done): the
 	// requests below would be refused unsent, yet count as maybe written
 	// (addPartitions, mayHaveWritten) and fail the transaction.
 	if err := context.Cause(ctx); err != nil {
-		return false, err
+		return false, -1, err
 	}
 	if err := p.ensureIdentity(ctx); err != nil {
-		return false, destinationError(ctx, err)
+		return false, -1, destinationError(ctx, err)
 	}
 	if p.Transactional() {
 		if sent, err := p.addPartitions(ctx, topic, c.touched); err != nil {
-			return sent, err
+			return sent, -1, err
 		}
 	}
 	err = c.send(ctx, records)
-	return err != nil && c.mayHaveWritten(), err
+	next = -1
+	for i := range c.chunks {
+		next = max(next, c.chunks[i].next)
+	}
+	return err != nil && c.mayHaveWritten(), next, err
 }
 
 // call is the working state of one Produce call, pooled.
@@ -281,6 +285,9 @@ type call struct {
 	touched []int32 // partitions with records, ascending
 	held    []*partition
 	chunks  []chunk
+	// fixed is the partition every record goes to (ProduceTo), -1 to
+	// place records by key.
+	fixed int32
 }
 
 // chunk is one partition's batch in flight.
@@ -299,6 +306,9 @@ type chunk struct {
 	err       error
 	errCode   int16
 	retryable bool
+	// base is the offset the broker gave the batch last acknowledged,
+	// -1 when it did not say; next the offset after it.
+	base, next int64
 }
 
 var callPool = sync.Pool{New: func() any { return new(call) }}
@@ -336,7 +346,12 @@ func (c *call) route(ctx context.Context, records []stages.Record) error {
 	var sticky int32 = -1
 	for i := range records {
 		var part int32
-		if records[i].Key == nil {
+		if c.fixed >= 0 {
+			if c.fixed >= int32(n) {
+				return &SinkError{Topic: c.topic, Err: fmt.Errorf("partition %d does not exist (the topic has %d)", c.fixed, n)}
+			}
+			part = c.fixed
+		} else if records[i].Key == nil {
 			if sticky < 0 {
 				c.p.mu.Lock()
 				sticky = int32(c.p.rr % uint32(n))
@@ -437,7 +452,7 @@ func (c *call) acquire(ctx context.Context) error {
 		for end < len(c.order) && c.assign[c.order[end]] == part {
 			end++
 		}
-		c.chunks = append(c.chunks, chunk{part: part, st: st, recs: c.order[start:end]})
+		c.chunks = append(c.chunks, chunk{part: part, st: st, recs: c.order[start:end], base: -1, next: -1})
 		start = end
 	}
 	return nil
@@ -696,6 +711,7 @@ func (c *call) request(ctx context.Context, chunks []*chunk) {
 			for _, pr := range t.Partitions {
 				if pr.Partition == ch.part {
 					code, found = pr.ErrorCode, true
+					ch.base = pr.BaseOffset
 				}
 			}
 		}
@@ -719,6 +735,9 @@ func (c *call) apply(ch *chunk, code int16) {
 		// DUPLICATE_SEQUENCE_NUMBER: an earlier attempt of this very
 		// batch was written (Kafka's clients treat it as success)
 		ch.st.seq = nextSequence(ch.st.seq, ch.n)
+		if ch.base >= 0 && kerr == 0 {
+			ch.next = ch.base + int64(ch.n)
+		}
 		ch.pending = false
 		ch.err = nil
 		ch.acked = true

@@ -294,7 +294,8 @@ func find(b offsets.FetchRequest, topic string, partition int32, guess int) int 
 func (f *Fetcher) decode(b offsets.FetchRequest, i int, p *kmsg.FetchResponseTopicPartition, room *room) PartitionResult {
 	e := b.At(i)
 	at := e.Position.Offset()
-	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark, Next: at, LastLeaderEpoch: -1}
+	pr := PartitionResult{Outcome: classify(p.ErrorCode), LogStart: p.LogStartOffset, HighWatermark: p.HighWatermark,
+		LastStable: p.LastStableOffset, Next: at, LastLeaderEpoch: -1}
 	if pr.Outcome != OK {
 		pr.Err = kafkawire.CodeError(p.ErrorCode)
 		return pr

@@ -63,6 +63,9 @@ type PartitionResult struct {
 	Err           error // the broker or client error behind a non-OK outcome
 	LogStart      int64 // -1 if unknown
 	HighWatermark int64 // -1 if unknown
+	// LastStable is the last stable offset (the high watermark under
+	// read_uncommitted); -1 if unknown.
+	LastStable int64
 	// Next is the next offset to fetch: the end of Batch's span, or the
 	// fetched position when nothing new arrived. It is greater than the
 	// position without a Batch when the fetch only skipped offsets that

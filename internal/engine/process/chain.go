@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/memo"
+	"github.com/fencepost-dev/fencepost/internal/stateref"
 	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -367,11 +368,24 @@ func (c *Chain) attempt(ctx context.Context, st NamedStage, in []stages.Record) 
 	return out, err
 }
 
-// callStage runs one stage, turning a panic into an error.
+// callStage runs one stage, turning a panic into an error. The state
+// changes of a call that fails are taken back (stateref.Journal): its
+// records run again, alone, or go to the dead-letter topic.
 func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
+	j := stateref.JournalOf(ctx)
+	if j != nil {
+		j.Begin()
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = &stages.PanicError{Value: p, Stack: debug.Stack()}
+		}
+		if j != nil {
+			if err != nil {
+				j.Rollback()
+			} else {
+				j.Keep()
+			}
 		}
 	}()
 	return s.Process(ctx, in)

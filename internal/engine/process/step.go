@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -33,6 +34,24 @@ type Config struct {
 	// the units still running before it abandons them (see
 	// AbandonedError). Default DefaultAbandonAfter.
 	AbandonAfter time.Duration
+	// State, if set, readies the state of each unit's partition before
+	// its chain runs and writes the unit's state changes after. A
+	// pipeline with state orders by partition: a unit holds one
+	// partition's batches.
+	State UnitState
+}
+
+// UnitState is the state of the partitions units run on (the stores of
+// stateful stages).
+type UnitState interface {
+	// Begin readies tp's state for a unit of the given generation and
+	// epoch and returns the context its chain runs in. An error means
+	// the unit cannot run: ctx ended, or the state failed for good.
+	Begin(ctx context.Context, tp offsetstore.TopicPartition, gen offsets.Generation, epoch offsetstore.Epoch) (context.Context, error)
+	// End writes the unit's state changes once its chain returned;
+	// finished says whether any record of the unit finished. An error
+	// means the unit must not count as finished.
+	End(ctx context.Context, tp offsetstore.TopicPartition, finished bool) error
 }
 
 // DefaultAbandonAfter is the default Config.AbandonAfter.
@@ -142,8 +161,7 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 			uctx, cancel := context.WithCancelCause(ctx)
 			running[u] = &runningUnit{cancel: cancel}
 			go func() {
-				_, err := p.cfg.Chain.Run(uctx, u.Records())
-				done <- unitDone{u: u, err: err}
+				done <- unitDone{u: u, err: p.runUnit(uctx, u)}
 			}()
 		}
 		if r := s.TakeReport(); r != nil {
@@ -186,6 +204,44 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 			report = nil
 		}
 	}
+}
+
+// runUnit runs u through the chain, within its partition's state when
+// the pipeline has state.
+func (p *Step) runUnit(ctx context.Context, u *Unit) error {
+	st := p.cfg.State
+	if st == nil {
+		_, err := p.cfg.Chain.Run(ctx, u.Records())
+		return err
+	}
+	b := u.pieces[0].job.batch
+	tp := b.Partition()
+	var first int64
+	if recs := u.Records(); len(recs) > 0 {
+		first = recs[0].Offset
+	}
+	cctx, err := st.Begin(ctx, tp, b.Generation(), b.Epoch())
+	if err != nil {
+		return stateFailed(ctx, first, err)
+	}
+	_, err = p.cfg.Chain.Run(cctx, u.Records())
+	var stop *stages.StoppedError
+	finished := err == nil || (errors.As(err, &stop) && stop.Offset > first)
+	if eerr := st.End(ctx, tp, finished); eerr != nil && finished {
+		return stateFailed(ctx, first, eerr)
+	}
+	return err
+}
+
+// stateFailed is a unit's error when its state could not be readied or
+// written: unfinished without a stop when ctx ended (the records run
+// again), else a stop of the partition at the unit's first record, with
+// the reason.
+func stateFailed(ctx context.Context, first int64, err error) error {
+	if ctx.Err() != nil || stages.IsUnavailable(err) {
+		return fmt.Errorf("%w: %w", errAborted, err)
+	}
+	return &stages.StoppedError{Stage: "state", Offset: first, Err: err}
 }
 
 // errFenceCancel is the cause of the context of a unit canceled by a

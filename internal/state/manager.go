@@ -1,0 +1,352 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/fencepost-dev/fencepost/internal/stateref"
+	"github.com/fencepost-dev/fencepost/offsetstore"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Writer writes a partition's changes to its changelog partition.
+type Writer interface {
+	// Write writes records to partition of topic (under exactly_once, in
+	// the open transaction) and returns the offset after the last one,
+	// or -1 when the broker did not say. An error marked
+	// stages.Unavailable is an outage: the same write is tried again.
+	Write(ctx context.Context, topic string, partition int32, records []stages.Record) (next int64, err error)
+}
+
+// ChangelogTopic is the changelog topic of a group's store.
+func ChangelogTopic(group, store string) string { return group + "-" + store + "-changelog" }
+
+// Config configures a Manager.
+type Config struct {
+	Group   string
+	Stores  []string
+	Storage *Storage
+	Writer  Writer
+	Reader  Reader
+	// Transactional: exactly_once (changes are staged in the open
+	// transaction and applied when it commits).
+	Transactional bool
+	Log           *zap.Logger
+	// Backoff is the first wait before a failed changelog write or
+	// restore is tried again (doubling up to 5s). Default 100ms.
+	Backoff time.Duration
+	// OnRestored, if set, is called after each restore.
+	OnRestored func(store string, partition int32, r Restored, took time.Duration)
+}
+
+// Manager owns a run's stores: it opens and restores a partition's stores
+// before the partition's first unit of each incarnation, hands a unit its
+// stores, writes their changes to the changelog when the unit ends, and
+// applies or drops them as transactions commit or abort.
+//
+// Units of one partition never run at once (the pipeline orders stateful
+// partitions), so a partition's stores are used by one unit at a time;
+// mu guards only the map of partitions, which units of different
+// partitions share.
+type Manager struct {
+	cfg Config
+
+	mu    sync.Mutex
+	parts map[offsetstore.TopicPartition]*partState
+}
+
+// partState is one input partition's stores.
+type partState struct {
+	stores map[string]*Partition
+	// incarnation is the unit incarnation the stores were last restored
+	// for: a partition assigned anew, reset or rewound restores again.
+	incarnation Incarnation
+	restored    bool
+	// written is, per store, the changelog offset after this partition's
+	// changes in the open transaction (exactly_once).
+	written map[string]int64
+}
+
+// Incarnation identifies a stretch of a partition's processing: its
+// group generation and its epoch.
+type Incarnation struct {
+	Generation int32
+	Epoch      offsetstore.Epoch
+}
+
+// NewManager returns a Manager.
+func NewManager(cfg Config) *Manager {
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 100 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	return &Manager{cfg: cfg, parts: map[offsetstore.TopicPartition]*partState{}}
+}
+
+func (m *Manager) part(tp offsetstore.TopicPartition) *partState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps := m.parts[tp]
+	if ps == nil {
+		ps = &partState{stores: map[string]*Partition{}, written: map[string]int64{}}
+		m.parts[tp] = ps
+	}
+	return ps
+}
+
+// Begin readies tp's stores for a unit of incarnation inc (restoring them
+// first when the incarnation is new) and returns the context the unit's
+// chain runs in. Transient failures are retried until ctx ends; an error
+// is returned only when ctx ended or the local storage failed.
+func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc Incarnation) (context.Context, error) {
+	ps := m.part(tp)
+	m.mu.Lock()
+	current := ps.restored && ps.incarnation == inc
+	m.mu.Unlock()
+	if !current {
+		for _, name := range m.cfg.Stores {
+			if err := m.restore(ctx, ps, name, tp.Partition); err != nil {
+				return ctx, err
+			}
+		}
+		m.mu.Lock()
+		ps.incarnation, ps.restored = inc, true
+		m.mu.Unlock()
+	}
+	ctx = stateref.With(ctx, func(name string) (any, error) {
+		p := ps.stores[name]
+		if p == nil {
+			return nil, fmt.Errorf("the stage did not declare store %q", name)
+		}
+		return p, nil
+	})
+	return stateref.WithJournal(ctx, journal(ps.stores)), nil
+}
+
+// restore opens (when needed) and restores one store of a partition,
+// retrying what the changelog's broker refuses for now.
+func (m *Manager) restore(ctx context.Context, ps *partState, name string, partition int32) error {
+	p := ps.stores[name]
+	if p == nil {
+		id := Identity{Group: m.cfg.Group, Store: name, Changelog: ChangelogTopic(m.cfg.Group, name), Partition: partition}
+		var opened Opened
+		var err error
+		if p, opened, err = m.cfg.Storage.Open(id); err != nil {
+			return err
+		}
+		if opened.Reason != "" {
+			m.cfg.Log.Info("state: local store will be restored from its changelog", zap.String("store", name),
+				zap.Int32("partition", partition), zap.String("found", opened.Reason), zap.String("detail", opened.Detail))
+		}
+		ps.stores[name] = p
+	}
+	backoff := m.cfg.Backoff
+	for {
+		began := time.Now()
+		restored, res, err := Restore(ctx, m.cfg.Storage, p, m.cfg.Reader, nil)
+		if restored != nil {
+			ps.stores[name], p = restored, restored
+		}
+		if err == nil {
+			if res.Records > 0 || res.Wiped {
+				m.cfg.Log.Info("state: restored", zap.String("store", name), zap.Int32("partition", partition),
+					zap.Int64("from", res.From), zap.Int64("to", res.To), zap.Int64("records", res.Records),
+					zap.Bool("rebuilt", res.Wiped), zap.Duration("took", time.Since(began)))
+			}
+			if m.cfg.OnRestored != nil {
+				m.cfg.OnRestored(name, partition, res, time.Since(began))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		m.cfg.Log.Warn("state: restore failed; trying again", zap.String("store", name), zap.Int32("partition", partition),
+			zap.Duration("backoff", backoff), zap.Error(err))
+		if !sleep(ctx, backoff) {
+			return err
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// End writes the changes of tp's unit to the changelog once the unit's
+// chain returned. finished says whether any of its records finished:
+// when none did, the changes are dropped (the records run again). Under
+// at_least_once the changes are applied once acknowledged; under
+// exactly_once they are staged in the open transaction. Outages are
+// retried until ctx ends; an error means the unit must not count as
+// finished.
+func (m *Manager) End(ctx context.Context, tp offsetstore.TopicPartition, finished bool) error {
+	ps := m.part(tp)
+	for _, name := range m.cfg.Stores {
+		p := ps.stores[name]
+		if p == nil {
+			continue
+		}
+		if !finished {
+			p.DiscardDirty()
+			continue
+		}
+		recs := p.Changes()
+		if len(recs) == 0 {
+			continue
+		}
+		next, err := m.write(ctx, p, recs)
+		if err != nil {
+			p.DiscardDirty()
+			return err
+		}
+		if m.cfg.Transactional {
+			p.Stage()
+			if next >= 0 {
+				ps.written[name] = next
+			}
+			continue
+		}
+		if err := p.Applied(next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *Manager) write(ctx context.Context, p *Partition, recs []stages.Record) (int64, error) {
+	backoff := m.cfg.Backoff
+	for {
+		next, err := m.cfg.Writer.Write(ctx, p.id.Changelog, p.id.Partition, recs)
+		if err == nil {
+			return next, nil
+		}
+		if ctx.Err() != nil || !stages.IsUnavailable(err) || m.cfg.Transactional {
+			// (a transactional write that failed aborts the
+			// transaction: the records run again from its start)
+			return -1, fmt.Errorf("state store %s, partition %d: writing %d change(s) to %s: %w",
+				p.id.Store, p.id.Partition, len(recs), p.id.Changelog, err)
+		}
+		m.cfg.Log.Warn("state: changelog unavailable; trying again", zap.String("topic", p.id.Changelog),
+			zap.Int32("partition", p.id.Partition), zap.Duration("backoff", backoff), zap.Error(err))
+		if !sleep(ctx, backoff) {
+			return -1, ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// Committed applies every partition's staged changes: their transaction
+// committed. Call it only while no unit runs (the commit barrier).
+func (m *Manager) Committed() error {
+	var errs []error
+	for _, ps := range m.snapshot() {
+		for name, p := range ps.stores {
+			next, ok := ps.written[name]
+			if !ok {
+				next = -1
+			}
+			if err := p.Commit(next); err != nil {
+				errs = append(errs, err)
+				m.cfg.Log.Warn("state: applying committed changes to the local store failed; it restores them from the changelog",
+					zap.String("store", name), zap.Error(err))
+				m.mu.Lock()
+				ps.restored = false
+				m.mu.Unlock()
+			}
+			delete(ps.written, name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Aborted drops every partition's changes not applied: their transaction
+// aborted, and the partitions are processed again from its start.
+func (m *Manager) Aborted() {
+	for _, ps := range m.snapshot() {
+		for name, p := range ps.stores {
+			p.Discard()
+			delete(ps.written, name)
+		}
+		// restore again before the next unit: the store is at its
+		// checkpoint, the changelog may be past it
+		m.mu.Lock()
+		ps.restored = false
+		m.mu.Unlock()
+	}
+}
+
+// Revoked closes the stores of partitions this member no longer owns,
+// keeping their local files: a later assignment restores only the tail.
+func (m *Manager) Revoked(tps []offsetstore.TopicPartition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, tp := range tps {
+		if ps := m.parts[tp]; ps != nil {
+			for _, p := range ps.stores {
+				_ = p.Close()
+			}
+			delete(m.parts, tp)
+		}
+	}
+}
+
+// Close closes every store, keeping local files.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var errs []error
+	for tp, ps := range m.parts {
+		for _, p := range ps.stores {
+			errs = append(errs, p.Close())
+		}
+		delete(m.parts, tp)
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) snapshot() []*partState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*partState, 0, len(m.parts))
+	for _, ps := range m.parts {
+		out = append(out, ps)
+	}
+	return out
+}
+
+// journal is the stores of a unit's partition as one stateref.Journal.
+type journal map[string]*Partition
+
+func (j journal) Begin() {
+	for _, p := range j {
+		p.Begin()
+	}
+}
+
+func (j journal) Rollback() {
+	for _, p := range j {
+		p.Rollback()
+	}
+}
+
+func (j journal) Keep() {
+	for _, p := range j {
+		p.Keep()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

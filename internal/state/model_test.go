@@ -1,0 +1,214 @@
+package state
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// logRecord is one record of the fake changelog partition.
+type logRecord struct {
+	key     string
+	value   []byte // nil: tombstone
+	aborted bool
+	open    bool // in the open transaction
+}
+
+// fakeLog is a changelog partition read read_committed: records of the
+// open transaction are above the last stable offset, aborted ones are
+// skipped. It returns at most three records a read, to make restores take
+// several reads.
+type fakeLog struct {
+	recs     []logRecord
+	logStart int64
+}
+
+func (l *fakeLog) lso() int64 {
+	for i, r := range l.recs {
+		if r.open {
+			return int64(i)
+		}
+	}
+	return int64(len(l.recs))
+}
+
+func (l *fakeLog) Read(_ context.Context, topic string, partition int32, offset int64) (Chunk, error) {
+	c := Chunk{End: l.lso(), LogStart: l.logStart, Next: offset}
+	if offset < l.logStart || offset > int64(len(l.recs)) {
+		return c, ErrOutOfRange
+	}
+	for c.Next < c.End && len(c.Records) < 3 {
+		r := l.recs[c.Next]
+		if !r.aborted {
+			c.Records = append(c.Records, stages.Record{Topic: topic, Partition: partition, Offset: c.Next, Key: []byte(r.key), Value: r.value})
+		}
+		c.Next++
+	}
+	return c, nil
+}
+
+// fold is what a store restored from the committed records holds.
+func (l *fakeLog) fold() map[string]string {
+	m := map[string]string{}
+	for _, r := range l.recs[:l.lso()] {
+		switch {
+		case r.aborted:
+		case r.value == nil:
+			delete(m, r.key)
+		default:
+			m[r.key] = string(r.value)
+		}
+	}
+	return m
+}
+
+func contents(t *rapid.T, p *Partition) map[string]string {
+	m := map[string]string{}
+	if err := p.Scan(nil, func(k, v []byte) error { m[string(k)] = string(v); return nil }); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return m
+}
+
+// TestPartitionModel runs random writes, reads, scans, changelog writes at
+// both guarantees, transaction commits and aborts, and crashes followed by
+// a restore, against a model: reads see the latest write; after a crash
+// and restore the store equals the fold of the committed changelog, and
+// never holds a change whose transaction did not commit.
+func TestPartitionModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		st := &Storage{Memory: true}
+		id := Identity{Group: "g", Store: "counts", Changelog: "g-counts-changelog", Partition: 3}
+		p, _, err := st.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = p.Close() }()
+		log := &fakeLog{}
+		view := map[string]string{} // what reads must see
+		keys := rapid.SampledFrom([]string{"a", "ab", "abc", "b", "ba", "c", ""})
+		inTxn := false
+		for range rapid.IntRange(1, 60).Draw(t, "steps") {
+			switch op := rapid.IntRange(0, 9).Draw(t, "op"); op {
+			case 9: // a stage call's writes, kept or taken back
+				before := maps.Clone(view)
+				p.Begin()
+				for range rapid.IntRange(0, 3).Draw(t, "writes") {
+					k := keys.Draw(t, "key")
+					if rapid.Bool().Draw(t, "put") {
+						_ = p.Put([]byte(k), []byte("j"))
+						view[k] = "j"
+					} else {
+						_ = p.Delete([]byte(k))
+						delete(view, k)
+					}
+				}
+				if rapid.Bool().Draw(t, "fails") {
+					p.Rollback()
+					view = before
+				} else {
+					p.Keep()
+				}
+			case 0, 1:
+				k, v := keys.Draw(t, "key"), rapid.StringN(0, 4, -1).Draw(t, "value")
+				if err := p.Put([]byte(k), []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				view[k] = v
+			case 2:
+				k := keys.Draw(t, "key")
+				_ = p.Delete([]byte(k))
+				delete(view, k)
+			case 3:
+				k := keys.Draw(t, "key")
+				v, ok, err := p.Get([]byte(k))
+				want, wok := view[k]
+				if err != nil || ok != wok || string(v) != want {
+					t.Fatalf("Get(%q) = %q, %v, %v; want %q, %v", k, v, ok, err, want, wok)
+				}
+			case 4:
+				prefix := keys.Draw(t, "prefix")
+				var got []string
+				if err := p.Scan([]byte(prefix), func(k, v []byte) error { got = append(got, string(k)+"="+string(v)); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, k := range slices.Sorted(maps.Keys(view)) {
+					if strings.HasPrefix(k, prefix) {
+						want = append(want, k+"="+view[k])
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("Scan(%q) = %q, want %q", prefix, got, want)
+				}
+			case 5: // at_least_once: write the changes, then apply them
+				if inTxn {
+					continue
+				}
+				for _, r := range p.Changes() {
+					log.recs = append(log.recs, logRecord{key: string(r.Key), value: r.Value})
+				}
+				if err := p.Applied(int64(len(log.recs))); err != nil {
+					t.Fatal(err)
+				}
+			case 6: // exactly_once: write the changes into the open transaction
+				for _, r := range p.Changes() {
+					log.recs = append(log.recs, logRecord{key: string(r.Key), value: r.Value, open: true})
+				}
+				p.Stage()
+				inTxn = true
+			case 7: // the transaction ends: it commits or aborts
+				commit := rapid.Bool().Draw(t, "commit")
+				for i := range log.recs {
+					if log.recs[i].open {
+						log.recs[i].open, log.recs[i].aborted = false, !commit
+					}
+				}
+				inTxn = false
+				if commit {
+					if err := p.Commit(int64(len(log.recs))); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					// an abort re-processes from the committed offsets:
+					// what was not committed is gone
+					p.Discard()
+					view = log.fold()
+				}
+			case 8: // crash: what was not applied is lost; the broker aborts the open transaction
+				for i := range log.recs {
+					if log.recs[i].open {
+						log.recs[i].open, log.recs[i].aborted = false, true
+					}
+				}
+				inTxn = false
+				if rapid.Bool().Draw(t, "loseLocalFiles") {
+					if err := st.Wipe(p); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if p, _, err = st.Open(id); err != nil {
+					t.Fatal(err)
+				}
+				if p, _, err = Restore(context.Background(), st, p, log, nil); err != nil {
+					t.Fatal(err)
+				}
+				view = log.fold()
+				if got := contents(t, p); !maps.Equal(got, view) {
+					t.Fatalf("after a crash and restore the store holds %v; the committed changelog folds to %v", got, view)
+				}
+				if p.Next() != log.lso() {
+					t.Fatalf("restored to %d, want the last stable offset %d", p.Next(), log.lso())
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// Chunk is what one read of a changelog partition returned.
+type Chunk struct {
+	// Records are the committed records read (aborted transactions are
+	// never here), in offset order.
+	Records []stages.Record
+	// Next is the offset to read from next: past the records and past
+	// any transaction markers the read skipped.
+	Next int64
+	// End is where the restore ends: the partition's last stable
+	// offset (never the high watermark: records above it may belong to
+	// a transaction that aborts).
+	End int64
+	// LogStart is the partition's first offset.
+	LogStart int64
+}
+
+// Reader reads a changelog partition, read_committed.
+type Reader interface {
+	// Read returns the records of topic's partition from offset on (a
+	// bounded amount of them). ErrOutOfRange when offset is not in the
+	// log; with it, Chunk.LogStart and End when known.
+	Read(ctx context.Context, topic string, partition int32, offset int64) (Chunk, error)
+}
+
+// ErrOutOfRange is a Reader's answer for an offset outside the log.
+var ErrOutOfRange = errors.New("offset out of range")
+
+// Restored says what a restore did, for the log and the metrics.
+type Restored struct {
+	From, To       int64
+	Records, Bytes int64
+	// Wiped: the checkpoint was outside the changelog (deleted or
+	// recreated, or truncated), so the local store was emptied first.
+	Wiped bool
+}
+
+// Restore brings p up to the changelog's last stable offset, from its
+// checkpoint: each read is applied to pebble in one atomic write with the
+// new checkpoint, so a crash during a restore resumes where it stopped.
+// progress, if not nil, is called after each applied read. A checkpoint
+// outside the log (the changelog was recreated or truncated) empties the
+// store and restores from the log's start: the changelog is the truth.
+func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, progress func(Restored, int64)) (*Partition, Restored, error) {
+	res := Restored{From: p.Next(), To: p.Next()}
+	pos := p.Next()
+	for {
+		c, err := r.Read(ctx, p.id.Changelog, p.id.Partition, pos)
+		if errors.Is(err, ErrOutOfRange) && !res.Wiped {
+			// the store is ahead of or behind the log: rebuild it
+			id := p.id
+			if err := st.Wipe(p); err != nil {
+				return nil, res, fmt.Errorf("state store %s, partition %d: removing the local store whose checkpoint %d is outside the changelog: %w", id.Store, id.Partition, pos, err)
+			}
+			if p, _, err = st.Open(id); err != nil {
+				return nil, res, err
+			}
+			res.Wiped, pos = true, max(c.LogStart, 0)
+			res.From = pos
+			continue
+		}
+		if err != nil {
+			return p, res, fmt.Errorf("state store %s, partition %d: restoring from %s at offset %d: %w",
+				p.id.Store, p.id.Partition, p.id.Changelog, pos, err)
+		}
+		if len(c.Records) > 0 || c.Next > pos {
+			if err := p.load(c.Records, c.Next); err != nil {
+				return p, res, err
+			}
+			for i := range c.Records {
+				res.Bytes += int64(len(c.Records[i].Key) + len(c.Records[i].Value))
+			}
+			res.Records += int64(len(c.Records))
+			pos, res.To = c.Next, c.Next
+			if progress != nil {
+				progress(res, c.End)
+			}
+		}
+		if pos >= c.End {
+			return p, res, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return p, res, err
+		}
+	}
+}
+
+// load applies restored records (latest wins; a nil value deletes) and
+// the checkpoint next in one atomic write.
+func (p *Partition) load(recs []stages.Record, next int64) error {
+	b := p.db.NewBatch()
+	defer b.Close()
+	for i := range recs {
+		k := userKey(recs[i].Key)
+		var err error
+		if recs[i].Value == nil {
+			err = b.Delete(k, nil)
+		} else {
+			err = b.Set(k, recs[i].Value, nil)
+		}
+		if err != nil {
+			return p.ioError("restoring into", err)
+		}
+	}
+	var cp [8]byte
+	putOffset(cp[:], next)
+	if err := b.Set(checkpointKey, cp[:], nil); err != nil {
+		return p.ioError("restoring into", err)
+	}
+	if err := p.db.Apply(b, pebble.NoSync); err != nil {
+		return p.ioError("restoring into", err)
+	}
+	p.next = next
+	return nil
+}
