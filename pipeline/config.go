@@ -40,6 +40,9 @@ type Config struct {
 	// brokers' transaction.max.timeout.ms (15 minutes by default, which
 	// Validate enforces).
 	TransactionTimeout time.Duration `yaml:"transaction_timeout"`
+	// State is where stateful stages keep their stores (ignored without
+	// them).
+	State StateConfig `yaml:"state"`
 }
 
 // DefaultTransactionTimeout is transaction_timeout's default: how long a
@@ -338,6 +341,7 @@ func (c Config) withDefaults() Config {
 	if c.Kafka.ClientID == "" {
 		c.Kafka.ClientID = "fencepost"
 	}
+	c.State = c.State.withDefaults(c.Consumer.Group)
 	def(&c.Kafka.DialTimeout, 10*time.Second)
 	def(&c.Kafka.MetadataMaxAge, 5*time.Second)
 	k := &c.Consumer
@@ -446,6 +450,7 @@ func (c Config) Validate() error {
 	badValue := func(key, value, format string, args ...any) {
 		errs = append(errs, &FieldError{Key: key, Value: value, Msg: fmt.Sprintf(format, args...)})
 	}
+	c.State.validate(bad)
 	if len(c.Kafka.Brokers) == 0 {
 		bad("kafka.brokers", "at least one broker address (host:port) is required")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/group"
 	"github.com/fencepost-dev/fencepost/internal/produce"
+	"github.com/fencepost-dev/fencepost/internal/state"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -41,6 +42,10 @@ type member struct {
 	// txn, under exactly_once, is the transactional producer the
 	// generations' stores commit with.
 	txn *produce.Producer
+	// state is the stores of stateful stages (nil: none): their staged
+	// changes are applied when a transaction commits, dropped when it
+	// aborts.
+	state *state.Manager
 	// fencing watches the transactional producer's fencings across
 	// generations (exactly_once)
 	fencing *fencingRule
@@ -163,7 +168,7 @@ func (m *member) newGeneration(ctx context.Context, gm *group.Member, gen offset
 		if m.fencing == nil {
 			m.fencing = newFencingRule(m.cfg, m.txn.TransactionalID())
 		}
-		m.store = &txnStore{prod: m.txn, gm: gm, group: m.cfg.Consumer.Group, gen: gen, fencing: m.fencing}
+		m.store = &txnStore{prod: m.txn, gm: gm, group: m.cfg.Consumer.Group, gen: gen, fencing: m.fencing, state: m.state}
 	} else {
 		m.store = &memberStore{m: gm, gen: gen}
 	}

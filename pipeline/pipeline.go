@@ -58,6 +58,8 @@ type Pipeline struct {
 	outputs []string
 	out     *Outputs // WithOutputs
 	tick    time.Duration
+	// storeNames are the stores the stateful stages declare.
+	storeNames []string
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -132,6 +134,13 @@ func New(cfg Config, opts ...Option) (*Pipeline, error) {
 	}
 	if p.sink != nil && p.cfg.DeadLetter.Policy == DeadLetterStop && cfg.DeadLetter.Policy == "" {
 		p.cfg.DeadLetter.Policy = DeadLetterTopic
+	}
+	var err error
+	if p.storeNames, err = p.stores(); err != nil {
+		return nil, err
+	}
+	if err := p.checkStateful(); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -47,8 +47,13 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	// The transport answers Metadata requests from its cache of these
 	// topics: the consumed ones and the ones checked at start.
 	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
+	topics = append(topics, p.changelogTopics()...)
 	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
-	if err := r.checkCluster(ctx); err != nil {
+	err = r.checkCluster(ctx)
+	if err == nil {
+		err = r.checkChangelogs(ctx)
+	}
+	if err != nil {
 		r.transport.CloseIdleConnections()
 		return nil, err
 	}
@@ -225,7 +230,7 @@ func (r *runner) run(ctx context.Context) error {
 	r.p.loop.Store(w.loop)
 	defer r.p.loop.Store(nil)
 
-	m := &member{cfg: cfg, conn: r.conn, loop: w.loop, log: r.p.log, obs: r.p.obs, txn: w.txn, stats: &r.p.stats}
+	m := &member{cfg: cfg, conn: r.conn, loop: w.loop, log: r.p.log, obs: r.p.obs, txn: w.txn, state: w.state, stats: &r.p.stats}
 	err = m.run(memberCtx)
 	if cause := context.Cause(memberCtx); ctx.Err() == nil && cause != nil && err == nil {
 		err = fmt.Errorf("exactly_once: %w", cause)

@@ -16,6 +16,7 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/logging"
 	"github.com/fencepost-dev/fencepost/internal/produce"
+	"github.com/fencepost-dev/fencepost/internal/state"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -48,6 +49,12 @@ type workers struct {
 
 	// out holds the transactional producer until release (exactly_once).
 	out *Outputs
+	// state is the stores of stateful stages, nil without them; reader
+	// and storage are what it restores with and keeps them in.
+	state        *state.Manager
+	reader       *changelogReader
+	storage      *state.Storage
+	stateFetcher *fetch.Fetcher
 
 	// abandoned is the process step's error: written by its goroutine,
 	// read after the run's WaitGroup is done.
@@ -58,6 +65,12 @@ type workers struct {
 // the run has returned.
 func (w *workers) release() {
 	w.chainLog.Flush()
+	if w.state != nil {
+		_ = w.state.Close()
+		w.reader.close()
+		w.stateFetcher.Close()
+		w.storage.Cache.Unref()
+	}
 	if w.txn != nil {
 		w.out.detach()
 	}
@@ -120,9 +133,21 @@ func (r *runner) buildWorkers(ctx, runCtx context.Context, wg *conc.WaitGroup, f
 	// A bad input can fail every record: the chain's per-record
 	// warnings are rate-limited, with a count of what was left out.
 	w.chainLog = logging.ForRecords(logging.ForStage(p.log))
+	var us process.UnitState
+	if len(p.storeNames) > 0 {
+		if err := r.buildState(w, client, brokers); err != nil {
+			fetcher.Close()
+			if w.txn != nil {
+				r.out.detach()
+			}
+			return nil, err
+		}
+		us = unitState{w.state}
+	}
 	w.process = process.NewStep(process.Config{
 		Chain: r.chain(w.chainLog), Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
 		OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
+		State:  us,
 	})
 	return w, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/group"
 	"github.com/fencepost-dev/fencepost/internal/produce"
+	"github.com/fencepost-dev/fencepost/internal/state"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -27,6 +28,9 @@ type txnStore struct {
 	// fencing tells a producer fenced by another process from one whose
 	// epoch the broker bumped (nil: every fencing is recovered from)
 	fencing *fencingRule
+	// state, if not nil, applies the stores' staged changes when a
+	// transaction commits and drops them when it aborts.
+	state *state.Manager
 }
 
 // Commit implements offsets.TransactionStore.
@@ -74,6 +78,12 @@ func (s *txnStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 		}
 	}
 	if err == nil {
+		if s.state != nil {
+			// the changes are committed in the changelog; a failure
+			// to apply them locally leaves the stores behind it, and
+			// they restore again
+			_ = s.state.Committed()
+		}
 		return s.begin(ctx)
 	}
 	if isFatal(err) {
@@ -87,6 +97,9 @@ func (s *txnStore) Commit(ctx context.Context, b offsets.CommitRequest) error {
 
 // Abort implements offsets.TransactionStore.
 func (s *txnStore) Abort(ctx context.Context) error {
+	if s.state != nil {
+		s.state.Aborted()
+	}
 	err := s.prod.Abort(ctx)
 	if err != nil && ctx.Err() != nil && !failedForGood(err) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), txnRetryTimeout)
