@@ -9,6 +9,8 @@ import (
 	exprbuiltin "github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
 )
 
 // An expression runs with expr's memory budget: a million units, a byte
@@ -207,6 +209,21 @@ func deepSize(v any, limit int) int {
 	}
 	walk(v)
 	return n
+}
+
+// appendJSON appends v's compact JSON to dst (fastjson.Append: as
+// encoding/json writes it, map keys sorted, without HTML escaping: a
+// record value is not HTML), refusing a value larger than the budget
+// before writing it: an array may hold one long string many times.
+// Scalars are written at once, without measuring them.
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	if b, ok := fastjson.AppendScalar(dst, v); ok {
+		return b, nil
+	}
+	if n := deepSize(v, budget); n > budget {
+		return dst, overBudget("JSON encoding", n)
+	}
+	return fastjson.Append(dst, v)
 }
 
 // shallowSize is what a result adds to the count: the bytes of a

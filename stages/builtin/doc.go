@@ -90,4 +90,15 @@
 // retried, and returns ctx.Err() for the whole batch once its context
 // has ended (checked before every record; an expression that runs is
 // not interrupted, and log's Write to Env.Stdout cannot be).
+//
+// # Source
+//
+// Each stage is a file of its own (json.go, filter.go, map.go,
+// produce.go, log.go), over the helpers they share: expr.go compiles
+// the expressions and runs them over records, budget.go bounds the
+// memory an expression builds, loop.go is the per-record loop. How the
+// stages read and write JSON fast (a scanner of their own, field values
+// decoded without copying, scalars boxed from slabs) is in
+// internal/fastjson; the conversions that share memory behind it are in
+// internal/unsafeconv, the module's only use of package unsafe for them.
 package builtin

@@ -1,9 +1,7 @@
 package builtin
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -65,48 +63,6 @@ func TestObjectEncoding(t *testing.T) {
 		}
 		if o != nil && !slices.Equal(o.order, c.order) {
 			t.Errorf("%s: order %v, want %v", c.src, o.order, c.order)
-		}
-	}
-}
-
-// TestSurelyHoldable: what scanJSON does not parse, classify accepts.
-func TestSurelyHoldable(t *testing.T) {
-	for _, lit := range []string{"0", "-0", "999999999999999999", "-999999999999999999", "9223372036854775807",
-		"9223372036854775808", "-9223372036854775809", "1.5", "-0.0", "1e400", "1E2", "2.5e-3",
-		strings.Repeat("9", 299) + ".5", strings.Repeat("9", 310) + ".5", strings.Repeat("9", 298) + ".5"} {
-		if end, sure := scanNumber([]byte(lit), 0); end != len(lit) || !sure {
-			continue
-		}
-		if _, _, _, err := classify(lit); err != nil {
-			t.Errorf("%.40s: surely holdable, but classify says %v", lit, err)
-		}
-	}
-}
-
-// TestProjectClearsAbsentFields: the environment is reused from record to
-// record, so a field the next value lacks is nil there, not the last
-// value's, with few fields and with more than 64.
-func TestProjectClearsAbsentFields(t *testing.T) {
-	for _, n := range []int{3, 70} {
-		fields := make([]string, n)
-		vars := make([]string, n)
-		for i := range fields {
-			fields[i] = fmt.Sprintf("f%d", i)
-			vars[i] = fieldVar(fields[i])
-		}
-		env := map[string]any{}
-		var a docAlloc
-		all := `{"f0":"x","f1":"y","f2":"z","f69":1}`
-		none := `{"other":true}`
-		for _, v := range []string{all, none} {
-			if !docFor(nil, &a, []byte(v)).project([]byte(v), fields, vars, env, new(boxer)) {
-				t.Fatalf("%s not projected", v)
-			}
-		}
-		for i, name := range vars {
-			if x, ok := env[name]; !ok || x != nil {
-				t.Errorf("%d fields: %s = %v (set %v) after a value without it", n, fields[i], x, ok)
-			}
 		}
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
+	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -17,7 +18,9 @@ import (
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
 	"github.com/fencepost-dev/fencepost/internal/memo"
+	"github.com/fencepost-dev/fencepost/internal/unsafeconv"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -94,7 +97,7 @@ type program struct {
 	uses  uses
 	// fields are the top-level fields of json the expression reads, if
 	// it reads json only that way; nil if it needs the whole value (see
-	// jsondoc.go). Meaningless without useJSON.
+	// jsonFields). Meaningless without useJSON.
 	fields []string
 	// byField is the expression compiled with each json.<field> of
 	// fields replaced by the variable fieldVar(field); nil if fields is.
@@ -140,6 +143,81 @@ func (fieldPatch) Visit(n *ast.Node) {
 	}
 }
 
+// An expression that reads json only through top-level fields with
+// constant names (json.type, json?.user, json["amount"], json.items[0])
+// is compiled a second time with each such access replaced by a
+// variable of its own (fieldPatch). For a record whose value is a JSON
+// object that second form runs, with just those fields decoded from the
+// bytes into its variables (fastjson's Doc.ProjectInto, into the VM
+// slots bindSlots lays out): no map is built. Any other value (not an
+// object, not JSON), and any other use of json (json itself, "x" in
+// json, a computed field name), runs the program as written over the
+// full value, parsed once per chain call (Doc.Value, docFor).
+
+// jsonFields returns the top-level fields the expression reads from
+// json, or nil if it uses json otherwise too (then it needs the full
+// value); ok is false if it does not read json at all.
+func jsonFields(root ast.Node) (fields []string, ok bool) {
+	f := &fieldUse{}
+	ast.Walk(&root, f)
+	if f.idents == 0 {
+		return nil, false
+	}
+	if f.idents != len(f.fields) {
+		return nil, true
+	}
+	return mergeFields([][]string{f.fields}), true
+}
+
+// fieldUse counts the json identifiers of a tree and collects the
+// constant fields read directly from them.
+type fieldUse struct {
+	idents int      // json identifiers
+	fields []string // one per json identifier that is the object of a constant member access
+}
+
+func (f *fieldUse) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == varJSON {
+			f.idents++
+		}
+	case *ast.MemberNode:
+		if field, ok := jsonField(x); ok {
+			f.fields = append(f.fields, field)
+		}
+	}
+}
+
+// jsonField returns the field m reads if m is a constant member access on
+// the json identifier (json.type, json?.user, json["a b"]): the accesses
+// fieldUse collects are exactly those fieldPatch rewrites.
+func jsonField(m *ast.MemberNode) (string, bool) {
+	id, isIdent := m.Node.(*ast.IdentifierNode)
+	prop, isConst := m.Property.(*ast.StringNode)
+	if m.Method || !isIdent || !isConst || id.Value != varJSON {
+		return "", false
+	}
+	return prop.Value, true
+}
+
+// mergeFields combines what several expressions read from json: nil
+// (the full value) if any needs it, else the union of their fields.
+func mergeFields(all [][]string) []string {
+	var out []string
+	for _, fs := range all {
+		if fs == nil {
+			return nil
+		}
+		for _, f := range fs {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // compileByField compiles src in its byField form: fields (what the
 // expression reads of json) become variables of any type.
 func compileByField(src string, fields []string, extra ...expr.Option) (*vm.Program, error) {
@@ -173,6 +251,54 @@ func toJSON(params ...any) (any, error) {
 	return s, nil
 }
 
+// marshalJSON is v's JSON (appendJSON) in a fresh slice of its exact size;
+// the scratch buffer it is written in first is reused.
+func marshalJSON(v any) ([]byte, error) {
+	p := scratchBuffers.Get().(*[]byte)
+	b, err := appendJSON((*p)[:0], v)
+	out := bytes.Clone(b)
+	putScratch(p, b)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// putScratch returns a buffer taken from scratchBuffers, keeping b (what
+// it grew into) unless b is too large to pin.
+func putScratch(p *[]byte, b []byte) {
+	if cap(b) <= maxPooledScratch {
+		*p = b
+	}
+	scratchBuffers.Put(p)
+}
+
+// maxPooledScratch is the largest buffer putScratch keeps: one huge value
+// does not stay pinned in the pool.
+const maxPooledScratch = 64 << 10
+
+// scratchBuffers holds *[]byte buffers to encode JSON in.
+var scratchBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// toBytes converts an expression's result to record bytes: a string to
+// its bytes, []byte as is, nil to nil (a null key, value or header), any
+// other value to its JSON encoding.
+func toBytes(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(x), nil
+	case []byte:
+		return x, nil
+	}
+	b, err := marshalJSON(v)
+	if err != nil {
+		return nil, fmt.Errorf("result of type %T has no JSON encoding: %w", v, err)
+	}
+	return b, nil
+}
+
 // fromJSONFunc replaces expr's fromJSON(s) (encoding/json, float64
 // numbers) with the json variable's reader, so every JSON an expression
 // reads has the same numbers and the same depth limit: a string that is
@@ -185,15 +311,14 @@ func fromJSON(params ...any) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("fromJSON needs a string, not %s", typeName(params[0]))
 	}
-	b := jsonText(unsafe.Slice(unsafe.StringData(s), len(s))) // read only; decoded strings may share it, as strings
-	sc := scanJSON(b)
+	x, valid, err := fastjson.Parse(fastjson.Text(unsafeconv.Bytes(s))) // read only; decoded strings may share it, as strings
 	switch {
-	case !sc.valid:
+	case !valid:
 		return nil, errors.New("fromJSON: the string is not valid JSON")
-	case sc.err != nil:
-		return nil, fmt.Errorf("fromJSON: %w", sc.err)
+	case err != nil:
+		return nil, fmt.Errorf("fromJSON: %w", err)
 	}
-	return decodeValid(b), nil
+	return x, nil
 }
 
 // compile compiles src once, at build time. A syntax or type error is an
@@ -243,6 +368,47 @@ func compile(option, label, src string, wantBool bool, extra ...expr.Option) (*p
 		}
 	}
 	return prog, nil
+}
+
+// fieldEquals is a condition that compares one top-level field of json
+// with a string constant (json.type == "purchase", or the constant
+// first). It is answered from the member's raw bytes: no value decoded,
+// boxed or run through the VM. Its answers are the expression's: true
+// when the last member of that name (as encoding/json keeps the last of
+// duplicates) is a string equal to the constant; false when it is
+// another type or absent (nil == "x" is false).
+type fieldEquals struct {
+	field string
+	set   *fastjson.FieldSet // of field alone
+	want  string
+}
+
+// fieldEqualsOf returns p as a fieldEquals if p is exactly such a
+// comparison, else nil.
+func fieldEqualsOf(p *program) *fieldEquals {
+	b, ok := p.prog.Node().(*ast.BinaryNode)
+	if !ok || b.Operator != "==" {
+		return nil
+	}
+	for _, side := range [2][2]ast.Node{{b.Left, b.Right}, {b.Right, b.Left}} {
+		m, isMember := side[0].(*ast.MemberNode)
+		s, isString := side[1].(*ast.StringNode)
+		if !isMember || !isString {
+			continue
+		}
+		if field, ok := jsonField(m); ok {
+			return &fieldEquals{field: field, set: fastjson.NewFieldSet([]string{field}), want: s.Value}
+		}
+	}
+	return nil
+}
+
+// test answers the condition for v, whose doc is d, and reports true; or
+// reports false when the doc is not an object it can answer from the
+// bytes (not JSON, not an object, refused, or already decoded whole):
+// the expression then runs as written, with its errors.
+func (f *fieldEquals) test(d *fastjson.Doc, v []byte) (keep, ok bool) {
+	return d.FieldEquals(v, f.set, f.want)
 }
 
 // toJSONArg returns the source of x if src is exactly one call toJSON(x),
@@ -386,6 +552,145 @@ func (o *objectEncoding) encode(e *evaluator) ([]byte, error) {
 	return out, err
 }
 
+// transform computes new key, value and headers of a record from the
+// expressions of a map or produce stage. A nil key or value program
+// keeps the input's.
+type transform struct {
+	key, value *program
+	headers    []headerProgram // sorted by name
+	reads      *reads          // of all of them
+}
+
+type headerProgram struct {
+	name string
+	prog *program
+}
+
+// compileTransform compiles the key, value and headers options (each
+// optional) of a stage.
+func compileTransform(opts stages.Options) (*transform, error) {
+	t := &transform{}
+	for _, part := range []struct {
+		name string
+		prog **program
+	}{{"key", &t.key}, {"value", &t.value}} {
+		if !opts.Has(part.name) {
+			continue
+		}
+		src, err := opts.String(part.name)
+		if err != nil {
+			return nil, err
+		}
+		if *part.prog, err = compile(part.name, part.name, src, false); err != nil {
+			return nil, err
+		}
+		withEncoded(*part.prog, part.name, src)
+	}
+	var hs map[string]string
+	if opts.Has("headers") {
+		var err error
+		if hs, err = opts.StringMap("headers"); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(hs))
+	for name := range hs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p, err := compile("headers", fmt.Sprintf("headers[%q]", name), hs[name], false)
+		if err != nil {
+			return nil, err
+		}
+		withEncoded(p, "headers", hs[name])
+		t.headers = append(t.headers, headerProgram{name: name, prog: p})
+	}
+	var ps []*program
+	for _, p := range []*program{t.key, t.value} {
+		if p != nil {
+			ps = append(ps, p)
+		}
+	}
+	for _, h := range t.headers {
+		ps = append(ps, h.prog)
+	}
+	t.reads = readsOf(ps...)
+	return t, nil
+}
+
+// apply returns r with the transform's parts replaced; unchanged parts
+// share r's slices. e must have r loaded. r itself is not modified.
+func (t *transform) apply(e *evaluator, r stages.Record) (stages.Record, error) {
+	var err error
+	if t.key != nil {
+		if r.Key, err = t.eval(e, t.key); err != nil {
+			return r, err
+		}
+	}
+	if t.value != nil {
+		if r.Value, err = t.eval(e, t.value); err != nil {
+			return r, err
+		}
+	}
+	if len(t.headers) == 0 {
+		return r, nil
+	}
+	hs := make([]stages.Header, 0, len(r.Headers)+len(t.headers))
+	for _, h := range r.Headers {
+		if !t.setsHeader(h.Key) {
+			hs = append(hs, h)
+		}
+	}
+	for _, hp := range t.headers {
+		v, err := t.eval(e, hp.prog)
+		if err != nil {
+			return r, err
+		}
+		hs = append(hs, stages.Header{Key: hp.name, Value: v})
+	}
+	r.Headers = hs
+	return r, nil
+}
+
+// eval returns the bytes of p's result over the loaded record. A program
+// toJSON(x) has x encoded straight into the bytes (one allocation, of
+// their exact size) rather than into a string that is then copied; should
+// x fail, or have no encoding, p itself runs, for its error. An object
+// literal x with constant keys is written member by member (see
+// objectEncoding).
+func (t *transform) eval(e *evaluator, p *program) ([]byte, error) {
+	if x := p.encoded; x != nil {
+		if o := x.object; o != nil {
+			if b, err := o.encode(e); err == nil {
+				return b, nil
+			}
+		} else if v, err := e.run(x); err == nil {
+			if b, err := marshalJSON(v); err == nil {
+				return b, nil
+			}
+		}
+	}
+	v, err := e.run(p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := toBytes(v)
+	if err != nil {
+		return nil, &EvalError{Expr: p.label, Err: err}
+	}
+	return b, nil
+}
+
+func (t *transform) setsHeader(name string) bool {
+	for _, hp := range t.headers {
+		if hp.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // reads is what a stage's programs read of a record, worked out once
 // when the stage is built: the variables, and of json the top-level
 // fields (nil: the whole value) with the slots their values go to for
@@ -428,7 +733,7 @@ func readsOf(programs ...*program) *reads {
 // of the programs bound to the layout.
 type slotLayout struct {
 	fields []string
-	set    *fieldSet // of fields
+	set    *fastjson.FieldSet // of fields
 	base   int
 }
 
@@ -455,7 +760,7 @@ func bindSlots(fields []string, programs []*program) *slotLayout {
 	if l != nil {
 		return l
 	}
-	l = &slotLayout{fields: fields, set: newFieldSet(fields)}
+	l = &slotLayout{fields: fields, set: fastjson.NewFieldSet(fields)}
 	for _, p := range all {
 		if p.byField != nil {
 			l.base = max(l.base, ownVariables(p.byField))
@@ -540,8 +845,8 @@ type evaluator struct {
 	// projected: the loaded record's json fields are in slots, and the
 	// slotted forms run.
 	projected bool
-	docs      docAlloc // for the docs it makes
-	box       boxer    // for the fields it projects
+	docs      fastjson.Docs  // for the docs it makes
+	box       fastjson.Boxer // for the fields it projects
 }
 
 // slotVM is an evaluator's VM for the slotted forms. Its variables hold,
@@ -551,8 +856,8 @@ type evaluator struct {
 type slotVM struct {
 	vm.VM
 	fields []any
-	doc    *jsonDoc // of the record whose fields are projected
-	raw    []byte   // its value
+	doc    *fastjson.Doc // of the record whose fields are projected
+	raw    []byte        // its value
 	room   [8]any
 }
 
@@ -615,13 +920,13 @@ func (e *evaluator) load(r *stages.Record) error {
 	}
 	e.projected = false
 	if u&useJSON != 0 {
-		text := jsonText(r.Value)
+		text := fastjson.Text(r.Value)
 		d := docFor(e.cache, &e.docs, text)
-		if s := e.slots; s != nil && d.projectInto(text, e.reads.layout.set, s.fields, &e.box) {
+		if s := e.slots; s != nil && d.ProjectInto(text, e.reads.layout.set, s.fields, &e.box) {
 			e.projected, s.doc, s.raw = true, d, text
 			return nil
 		}
-		v, err := d.value(text)
+		v, err := d.Value(text)
 		env[varJSON] = v
 		return err
 	}
@@ -644,7 +949,7 @@ func (e *evaluator) run(p *program) (any, error) {
 	default:
 		// Not bound to these slots (not one of the stage's programs): as
 		// written, over the whole value.
-		v, verr := e.slots.doc.value(e.slots.raw)
+		v, verr := e.slots.doc.Value(e.slots.raw)
 		if verr != nil {
 			return nil, verr
 		}
@@ -663,14 +968,22 @@ func nullable(b []byte) any {
 	if b == nil {
 		return nil
 	}
-	return bytesString(b)
+	return unsafeconv.String(b)
 }
 
-func bytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
+// docFor returns the doc of v, the JSON text of a record value
+// (fastjson.Text), from cache, the chain call's memo, or a new one from
+// docs, stored in cache for the next stages (a nil cache keeps nothing:
+// the check is repeated per stage).
+func docFor(cache *memo.Cache, docs *fastjson.Docs, v []byte) *fastjson.Doc {
+	if x, ok := cache.Get(v); ok {
+		if d, ok := x.(*fastjson.Doc); ok {
+			return d
+		}
 	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	d := docs.New(v)
+	cache.Put(v, d)
+	return d
 }
 
 // EvalError is a record's failure to evaluate an expression: a runtime
@@ -703,3 +1016,25 @@ func (e *EvalError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *EvalError) Unwrap() error { return e.Err }
+
+// MaxJSONDepth is how deeply arrays and objects may nest in a record
+// value read as JSON (by the json stage and by expressions that read
+// json, fromJSON included): a value nested deeper fails its record with
+// a *DepthError. 1000 is Jackson's default since 2.15 (the JVM side of
+// most Kafka pipelines), so what it writes and reads passes here;
+// encoding/json allows 10000.
+const MaxJSONDepth = fastjson.MaxDepth
+
+// DepthError is a valid JSON value nested deeper than MaxJSONDepth. The
+// record fails with it (a record error: dead-lettered or stopping the
+// partition by policy), in the json stage and in every stage whose
+// expressions read json; such a value is never decoded. Depth is how
+// deeply the value nests arrays and objects, Limit is MaxJSONDepth.
+type DepthError = fastjson.DepthError
+
+// NumberError is a JSON number that no int or float64 holds exactly
+// (see "Expressions" in the package documentation): the record fails
+// with it (a record error, never a nil json). Number is the literal as
+// written (shortened if long); Whole is true for a whole number beyond
+// 64 bits, false for a number beyond a float64's range.
+type NumberError = fastjson.NumberError

@@ -36,8 +36,8 @@ func TestFieldEqualsRecognized(t *testing.T) {
 		eq := p.equals
 		switch {
 		case tc.field == "" && eq != nil:
-			t.Errorf("%s: recognized as %q == %q, want not", tc.src, eq.name.names[0], eq.want)
-		case tc.field != "" && (eq == nil || eq.name.names[0] != tc.field || eq.want != tc.want):
+			t.Errorf("%s: recognized as %q == %q, want not", tc.src, eq.field, eq.want)
+		case tc.field != "" && (eq == nil || eq.field != tc.field || eq.want != tc.want):
 			t.Errorf("%s: got %+v, want field %q == %q", tc.src, eq, tc.field, tc.want)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -50,7 +51,7 @@ func (f *filter) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 	e := newEvaluator(ctx, f.reads, len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
 		if eq := f.cond.equals; eq != nil {
-			text := jsonText(r.Value)
+			text := fastjson.Text(r.Value)
 			if keep, ok := eq.test(docFor(e.cache, &e.docs, text), text); ok {
 				if keep {
 					return passed, nil

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
 	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -31,7 +33,7 @@ func init() {
 // jsonStage validates values; valid records pass unchanged.
 type jsonStage struct {
 	require []string
-	fields  *fieldSet // of require
+	fields  *fastjson.FieldSet // of require
 }
 
 func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
@@ -51,21 +53,21 @@ func newJSON(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 		}
 	}
 	req = append([]string(nil), req...)
-	return &jsonStage{require: req, fields: newFieldSet(req)}, nil
+	return &jsonStage{require: req, fields: fastjson.NewFieldSet(req)}, nil
 }
 
 // Process returns the valid records, shared with in; invalid ones are
 // reported in a *stages.RecordErrors. What it learns of each value is
-// kept in the chain's memo for the stages after it (see jsondoc.go).
+// kept in the chain's memo for the stages after it (see docFor).
 // Once ctx has ended it returns ctx.Err() (checked before each record).
 func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	cache := memo.From(ctx)
 	cache.Reserve(len(in)) // a doc per record
 	seen := make([]bool, len(j.require))
-	var docs docAlloc
-	docs.docs.reserve(len(in))
+	var docs fastjson.Docs
+	docs.Reserve(len(in))
 	return eachRecord(ctx, in, func(r *stages.Record, _ *stages.Record) (outcome, error) {
-		text := jsonText(r.Value)
+		text := fastjson.Text(r.Value)
 		if err := j.check(docFor(cache, &docs, text), text, seen); err != nil {
 			if len(text) < len(r.Value) {
 				err = fmt.Errorf("after its UTF-8 byte order mark, %w", err)
@@ -78,25 +80,21 @@ func (j *jsonStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 
 // check returns why v, whose doc is d, does not pass; seen is scratch of
 // len(j.require).
-func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
+func (j *jsonStage) check(d *fastjson.Doc, v []byte, seen []bool) error {
 	switch {
-	case !d.valid:
+	case !d.Valid():
 		return invalidJSON(v)
-	case d.err != nil:
-		return d.err
+	case d.Err() != nil:
+		return d.Err()
 	case len(j.require) == 0:
 		return nil
-	case !d.object && firstByte(v) == 'n':
+	case !d.Object() && firstByte(v) == 'n':
 		return fmt.Errorf("value is JSON null, not an object: required fields %s are missing", strings.Join(j.require, ", "))
-	case !d.object:
+	case !d.Object():
 		return fmt.Errorf("value is a JSON %s, not an object: required fields %s cannot be present", kindName(firstByte(v)), strings.Join(j.require, ", "))
 	}
 	clear(seen)
-	d.eachMember(v, func(name, _ []byte) {
-		if i := j.fields.index(name); i >= 0 {
-			seen[i] = true
-		}
-	})
+	d.Present(v, j.fields, seen)
 	var missing []string
 	for i, f := range j.require {
 		if !seen[i] {
@@ -107,6 +105,14 @@ func (j *jsonStage) check(d *jsonDoc, v []byte, seen []bool) error {
 		return fmt.Errorf("value lacks required field(s) %s", strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// firstByte is the first byte of v past white space, 0 if none.
+func firstByte(v []byte) byte {
+	if v = bytes.TrimLeft(v, " \t\n\r"); len(v) > 0 {
+		return v[0]
+	}
+	return 0
 }
 
 // kindName names the JSON value starting with c as encoding/json does.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/recordjson"
+	"github.com/fencepost-dev/fencepost/internal/unsafeconv"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -140,5 +141,5 @@ func quote(b []byte) []byte {
 	if b == nil {
 		return []byte("null")
 	}
-	return strconv.AppendQuote(nil, bytesString(b))
+	return strconv.AppendQuote(nil, unsafeconv.String(b))
 }

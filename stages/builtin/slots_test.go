@@ -2,89 +2,17 @@ package builtin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/expr-lang/expr/vm"
-	"pgregory.net/rapid"
 
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
+	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
-
-// project is projectInto with the fields set in env, by variable name:
-// how the projection was checked when the byField forms ran over the
-// environment map (checkProjection, TestProjectClearsAbsentFields).
-func (d *jsonDoc) project(v []byte, fields, vars []string, env map[string]any, bx *boxer) bool {
-	slots := make([]any, len(fields))
-	if !d.projectInto(v, newFieldSet(fields), slots, bx) {
-		return false
-	}
-	for i, name := range vars {
-		env[name] = slots[i]
-	}
-	return true
-}
-
-// manyFields returns n field names f0, f1, ...
-func manyFields(n int) []string {
-	fields := make([]string, n)
-	for i := range fields {
-		fields[i] = fmt.Sprintf("f%d", i)
-	}
-	return fields
-}
-
-// TestProjectIntoReusesSlots: one slice of slots serves record after
-// record (1, 64 and 65 fields): every field is what the member access on
-// the full value gives (absent: nil, not the last record's; duplicates:
-// the last), and a value that is not projected leaves the slots alone.
-func TestProjectIntoReusesSlots(t *testing.T) {
-	for _, n := range []int{1, 64, 65} {
-		fields := manyFields(n)
-		var all, dup strings.Builder
-		all.WriteString("{")
-		dup.WriteString(`{"f0":"first",`)
-		for i, f := range fields {
-			if i > 0 {
-				all.WriteString(",")
-				dup.WriteString(",")
-			}
-			fmt.Fprintf(&all, "%q:%d", f, 1000+i)
-			fmt.Fprintf(&dup, "%q:\"v%d\"", f, i)
-		}
-		all.WriteString("}")
-		dup.WriteString(`,"f0":"last"}`)
-		slots := make([]any, n)
-		var a docAlloc
-		for _, v := range []string{all.String(), `{"other":true}`, dup.String(), `{}`, `{"f0":null}`, all.String()} {
-			if !docFor(nil, &a, []byte(v)).projectInto([]byte(v), newFieldSet(fields), slots, new(boxer)) {
-				t.Fatalf("%d fields: %s not projected", n, v)
-			}
-			full, err := fullValue([]byte(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, f := range fields {
-				if want := full.(map[string]any)[f]; !reflect.DeepEqual(slots[i], want) {
-					t.Fatalf("%d fields, %s: %s = %#v, want %#v", n, v, f, slots[i], want)
-				}
-			}
-		}
-		before := append([]any(nil), slots...)
-		for _, v := range []string{`[1]`, `"f0"`, `null`, `{"f0":`, `{"f0":1e400}`} {
-			if docFor(nil, &a, []byte(v)).projectInto([]byte(v), newFieldSet(fields), slots, new(boxer)) {
-				t.Fatalf("%s projected", v)
-			}
-			if !reflect.DeepEqual(slots, before) {
-				t.Fatalf("%s not projected, but the slots changed", v)
-			}
-		}
-	}
-}
 
 // sumOf is an expression reading json.f0 ... json.f<n-1> as numbers, 0
 // for an absent one.
@@ -154,7 +82,7 @@ func (c *slottedCase) check(t testing.TB, v []byte) {
 	if fastLoad != nil {
 		return
 	}
-	if _, isObject := fullValueOrNil(string(v)).(map[string]any); c.fast.projected != isObject {
+	if _, isObject := c.slow.env[varJSON].(map[string]any); c.fast.projected != isObject { // and every number holdable
 		t.Fatalf("%s over %q: projected %v, object %v", c.src, v, c.fast.projected, isObject)
 	}
 	for _, q := range c.p.withParts(nil) {
@@ -306,92 +234,86 @@ func TestUnboundProgramRunsAsWritten(t *testing.T) {
 	check("a program bound again since", a, 1)
 }
 
-// decodedIndex is the index in fields of what the member name (a JSON
-// string token) decodes to, as encoding/json decodes it; -1 if none, and
-// false if name is not a string token.
-func decodedIndex(fields []string, name string) (int, bool) {
-	var s string
-	if !json.Valid([]byte(name)) || json.Unmarshal([]byte(name), &s) != nil {
-		return 0, false
+// TestDocSharedWithinAChainCall: the second stage of a chain call finds
+// the doc the first stored; new bytes (a value a stage replaced) get a
+// doc of their own.
+func TestDocSharedWithinAChainCall(t *testing.T) {
+	cache := memo.From(memo.With(context.Background()))
+	v := []byte(`{"type":"a"}`)
+	var docs fastjson.Docs
+	d := docFor(cache, &docs, v)
+	if docFor(cache, &docs, v) != d {
+		t.Fatal("the same bytes got a second doc")
 	}
-	return slices.Index(fields, s), true
+	replaced := []byte(`{"type":"b"}`)
+	if docFor(cache, &docs, replaced) == d {
+		t.Fatal("new bytes found the old doc")
+	}
+	full, err := d.Value(v)
+	if err != nil || !reflect.DeepEqual(full, map[string]any{"type": "a"}) {
+		t.Fatalf("full value %#v, %v", full, err)
+	}
+	if again, _ := docFor(cache, &docs, v).Value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
+		t.Fatal("the full value was parsed twice")
+	}
 }
 
-// checkFieldSet fails t if fieldSet.index (or fieldIndex) finds another
-// field for name than the one it decodes to.
-func checkFieldSet(t interface{ Fatalf(string, ...any) }, fields []string, name string) {
-	want, ok := decodedIndex(fields, name)
-	if !ok {
-		return
+// TestByFieldFormMatchesAsWritten: for expressions that read json only by
+// constant fields, the byField form (run when the value is an object)
+// gives exactly the result, or the error, of the expression as written
+// over the full value; for values that are not objects the evaluator
+// runs the expression as written.
+func TestByFieldFormMatchesAsWritten(t *testing.T) {
+	exprs := []string{
+		`json.type == "purchase"`,
+		`json?.user`,
+		`json["a b"]`,
+		`json.items[0]`,
+		`json.price * json.qty`,
+		`toJSON({"u": json.user, "n": json.n, "t": json?.type})`,
+		`json.missing == nil`,
+		`json.a.b`,
+		`json?.a?.b`,
+		`len(json.items)`,
+		`json.type + ":" + key`,
 	}
-	if got := newFieldSet(fields).index([]byte(name)); got != want {
-		t.Fatalf("fields %q, name %s: index %d, want %d", fields, name, got, want)
+	values := []string{
+		`{"type":"purchase","user":"u1","price":2.5,"qty":3,"items":["x","y"],"n":null,"a b":true,"a":{"b":7}}`,
+		`{"type":"view","type":"purchase","price":"text","qty":1}`,
+		`{"ty\u0070e":"purchase","items":[],"a":null}`,
+		`{"id":9007199254740993,"price":1,"qty":9007199254740993}`,
+		`{}`, `{"n":1e400}`, `[1,2]`, `"text"`, `null`, `42`, `not json`, ``,
 	}
-	if got := fieldIndex(fields, []byte(name)); got != want {
-		t.Fatalf("fields %q, name %s: fieldIndex %d, want %d", fields, name, got, want)
-	}
-	// Without an escape, plainIndex says the same from the name's bytes
-	// in a value: at its end (compared as a string) and followed by
-	// more bytes (a short token compared as one word, what follows the
-	// name masked off).
-	if fs := newFieldSet(fields); fs.ascii && !strings.Contains(name, `\`) {
-		for _, v := range []string{name, "{" + name, "{" + name + `:"and more bytes after it"}`} {
-			start := strings.Index(v, name)
-			if got := fs.plainIndex([]byte(v), start, start+len(name)); got != want {
-				t.Fatalf("fields %q, name %s in %q: plainIndex %d, want %d", fields, name, v, got, want)
+	for _, src := range exprs {
+		p, err := compile("value", "value", src, false)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if p.byField == nil {
+			t.Fatalf("%s: no byField form", src)
+		}
+		for _, v := range values {
+			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
+			fast := newEvaluator(context.Background(), readsOf(p), 0)
+			asWritten := *readsOf(p)
+			asWritten.project = false
+			slow := newEvaluator(context.Background(), &asWritten, 0)
+			fastOut, fastErr := loadAndRun(fast, &r, p)
+			slowOut, slowErr := loadAndRun(slow, &r, p)
+			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
+				t.Errorf("%s over %s:\nby field  %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
+			}
+			_, isObject := slow.env[varJSON].(map[string]any) // and every number holdable
+			if fast.projected != isObject {
+				t.Errorf("%s over %s: projected %v, object %v", src, v, fast.projected, isObject)
 			}
 		}
 	}
 }
 
-// fieldSetPool is field names of every kind a fieldSet tells apart:
-// ASCII ones sharing first bytes, the empty one, a NUL, a quote, and ones
-// that are not ASCII (which make the set take the general path).
-var fieldSetPool = []string{"type", "t", "ty", "ts", "T", "a b", "", "\x00", "a\"b", "a\\b", "é", "\u2028", "\ufffd"}
-
-// TestFieldSetIndex: a member name is found among fields exactly when it
-// decodes to one of them: escaped names, non-ASCII and invalid UTF-8
-// (which decodes to U+FFFD), names that only share a first byte.
-func TestFieldSetIndex(t *testing.T) {
-	names := []string{`"type"`, `"t\u0079pe"`, `"\u0074ype"`, `"typ"`, `"types"`, `"ts"`, `"t"`, `"x"`, `""`,
-		`"\u0000"`, `"a\"b"`, `"a\\b"`, `"a b"`, `"\u0061 b"`, `"é"`, `"\u00e9"`, "\"\xff\"", `"\ufffd"`, `"\u2028"`,
-		"\"\u2028\"", `"T"`, `"\u0054"`, `"\/"`, `"e\u0301"`}
-	for _, fields := range [][]string{
-		{"type"}, {"type", "ts", "t"}, {"T", "a b", ""}, {"\x00", "a\"b"}, {"a\\b", "type"},
-		{"type", "é"}, {"\ufffd"}, {"\u2028", "t"}, {}, fieldSetPool,
-	} {
-		for _, name := range names {
-			if _, ok := decodedIndex(fields, name); !ok {
-				t.Fatalf("%s is not a JSON string", name)
-			}
-			checkFieldSet(t, fields, name)
-		}
+func loadAndRun(e *evaluator, r *stages.Record, p *program) (any, error) {
+	if err := e.load(r); err != nil {
+		return nil, err
 	}
-}
-
-// TestFieldSetIndexProperty: random field sets and random member names
-// built of plain bytes, escapes, non-ASCII and invalid UTF-8.
-func TestFieldSetIndexProperty(t *testing.T) {
-	pieces := []string{"t", "y", "p", "e", "s", "T", " ", "a", "b", `\u0074`, `\u0079`, `\u0000`, `\"`, `\\`, `\/`,
-		"é", `\u00e9`, "\xff", "\xc3", `\ufffd`, "\u2028", `\u2028`, `\n`}
-	rapid.Check(t, func(t *rapid.T) {
-		fields := rapid.SliceOfNDistinct(rapid.SampledFrom(fieldSetPool), 0, 5, rapid.ID[string]).Draw(t, "fields")
-		parts := rapid.SliceOfN(rapid.SampledFrom(pieces), 0, 6).Draw(t, "name")
-		checkFieldSet(t, fields, `"`+strings.Join(parts, "")+`"`)
-	})
-}
-
-// FuzzFieldSetIndex: for any member name and field, fieldSet.index finds
-// the field exactly when the name decodes to it.
-func FuzzFieldSetIndex(f *testing.F) {
-	f.Add(`type`, "type")
-	f.Add(`t\u0079pe`, "type")
-	f.Add(`\u00e9`, "é")
-	f.Add("\xff", "\ufffd")
-	f.Add(`a\"b`, "a\"b")
-	f.Fuzz(func(t *testing.T, inner, field string) {
-		for _, fields := range [][]string{{field}, {"type", field}, {field, "é"}} {
-			checkFieldSet(t, fields, `"`+inner+`"`)
-		}
-	})
+	return e.run(p)
 }

@@ -1,4 +1,4 @@
-package builtin
+package fastjson
 
 import (
 	"encoding/binary"
@@ -8,33 +8,33 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/fencepost-dev/fencepost/internal/unsafeconv"
 )
 
-// The stages read record values as JSON with their own reader: one pass
-// (scanJSON) checks a value (valid, nesting depth, numbers), and a
-// second (decodeValid) builds the json variable from a value the first
-// accepted. Both cost time linear in the value's size, whatever its
-// shape, and neither recurses on the value's nesting beyond
-// MaxJSONDepth. Validity and the decoded values are encoding/json's
+// A value is read in two passes: one (scanJSON) checks it (valid,
+// nesting depth, numbers), and a second (decodeValid) builds the value
+// from bytes the first accepted. Both cost time linear in the value's
+// size, whatever its shape, and neither recurses on the value's nesting
+// beyond MaxDepth. Validity and the decoded values are encoding/json's
 // (FuzzFastJSONAgreesWithStd), numbers excepted: see jsonNumber.
 
-// MaxJSONDepth is how deeply arrays and objects may nest in a record
-// value read as JSON (by the json stage and by expressions that read
-// json): a value nested deeper fails its record with a *DepthError.
-// 1000 is Jackson's default since 2.15 (the JVM side of most Kafka
-// pipelines), so what it writes and reads passes here; encoding/json
-// allows 10000. Real records nest a few levels; the limit bounds the
-// decoder's recursion and what expressions walk.
-const MaxJSONDepth = 1000
+// MaxDepth is how deeply arrays and objects may nest in a value: a
+// valid value nested deeper is refused with a *DepthError (and never
+// decoded). 1000 is Jackson's default since 2.15 (the JVM side of most
+// Kafka pipelines), so what it writes and reads passes here;
+// encoding/json allows 10000. Real records nest a few levels; the limit
+// bounds the decoder's recursion and what expressions walk.
+const MaxDepth = 1000
 
-// DepthError is a valid JSON value nested deeper than MaxJSONDepth. The
-// record fails with it (a record error: dead-lettered or stopping the
-// partition by policy), in the json stage and in every stage whose
-// expressions read json; such a value is never decoded.
+// DepthError is a valid JSON value nested deeper than MaxDepth: Parse,
+// Doc.Err and Doc.Value report it, and the stages fail the record with
+// it (a record error: dead-lettered or stopping the partition by
+// policy).
 type DepthError struct {
 	// Depth is how deeply the value nests arrays and objects.
 	Depth int
-	// Limit is MaxJSONDepth.
+	// Limit is MaxDepth.
 	Limit int
 }
 
@@ -57,7 +57,7 @@ type jsonScan struct {
 
 // scanJSON checks v in one pass, keeping a stack of one byte per open
 // array or object (no recursion, whatever the depth). A valid value is
-// read to its end even past MaxJSONDepth, so that a value too deep is
+// read to its end even past MaxDepth, so that a value too deep is
 // told apart from one that is not JSON at all.
 func scanJSON(v []byte) jsonScan { return scanJSONMembers(v, nil, 0) }
 
@@ -111,8 +111,8 @@ func scanJSONMembers(v []byte, spans *[]uint16, width int) jsonScan {
 // whose first unholdable number, if any, gave numErr.
 func validScan(object bool, depth int, numErr error) jsonScan {
 	s := jsonScan{valid: true, object: object, err: numErr}
-	if depth > MaxJSONDepth {
-		s.err = &DepthError{Depth: depth, Limit: MaxJSONDepth}
+	if depth > MaxDepth {
+		s.err = &DepthError{Depth: depth, Limit: MaxDepth}
 	}
 	return s
 }
@@ -275,7 +275,7 @@ func scanScalar(v []byte, i int, numErr *error) int {
 	case c == '-' || c >= '0' && c <= '9':
 		j, sure := scanNumber(v, i)
 		if j >= 0 && *numErr == nil && !sure {
-			_, _, _, *numErr = classify(bytesString(v[i:j])) // not kept: errors copy it
+			_, _, _, *numErr = classify(unsafeconv.String(v[i:j])) // not kept: errors copy it
 		}
 		return j
 	case c == 't':
@@ -293,8 +293,8 @@ func scanScalar(v []byte, i int, numErr *error) int {
 // depth), and returns the index just past it (-1 if it is not JSON), how
 // deeply it nests arrays and objects, and the *NumberError of its first
 // number no int or float64 holds. A valid value is read to its end even
-// past MaxJSONDepth, so that a value too deep is told apart from one
-// that is not JSON at all.
+// past MaxDepth, so that a value too deep is told apart from one that is
+// not JSON at all.
 func scanValue(v []byte, i int) (end, depth int, numErr error) {
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
@@ -496,8 +496,8 @@ func skipDigits(v []byte, i int) int {
 }
 
 // decodeValid returns the value of v, which scanJSON found valid and did
-// not refuse (depth within MaxJSONDepth, every number holdable): objects
-// are map[string]any (of duplicate names the last wins), arrays []any,
+// not refuse (depth within MaxDepth, every number holdable): objects are
+// map[string]any (of duplicate names the last wins), arrays []any,
 // numbers as jsonNumber says, strings as encoding/json decodes them.
 // Strings without escapes share v's bytes (read-only, never reused: see
 // stages.Record).
@@ -562,7 +562,7 @@ func (d *decoder) value() any {
 		return nil
 	}
 	j, _ := scanNumber(b, d.i)
-	n, _ := jsonNumber(bytesString(b[d.i:j])) // holdable: checked by scanJSON
+	n, _ := jsonNumber(unsafeconv.String(b[d.i:j])) // holdable: checked by scanJSON
 	d.i = j
 	return n
 }
@@ -585,7 +585,7 @@ func (d *decoder) str() string {
 	d.i = i + 1
 	s := b[start:i]
 	if !escaped && (ascii || utf8.Valid(s)) {
-		return bytesString(s)
+		return unsafeconv.String(s)
 	}
 	return unquote(s)
 }

@@ -1,4 +1,4 @@
-package builtin
+package fastjson
 
 import (
 	"fmt"
@@ -6,15 +6,16 @@ import (
 	"strings"
 )
 
-// A JSON number reaches expressions (the json variable) as an int when
-// written as a whole number (no fraction, no exponent), else as a
-// float64 (see jsonNumber). A number neither holds (1e400, or a whole
-// number beyond 64 bits) fails the record with a *NumberError, in the
-// json stage as in every stage whose expressions read json, rather than
-// becoming nil or a rounded value that map would write back silently.
+// A JSON number decodes to an int when written as a whole number (no
+// fraction, no exponent), else to a float64 (see jsonNumber). A number
+// neither holds (1e400, or a whole number beyond 64 bits) refuses the
+// whole value with a *NumberError, rather than becoming nil or a rounded
+// value that a stage would write back silently.
 
-// NumberError is a JSON number that no int or float64 holds exactly: the
-// record fails with it (a record error, never a nil json).
+// NumberError is a JSON number that no int or float64 holds exactly:
+// Parse, Doc.Err and Doc.Value report the first such number of a value
+// (in text order), and the stages fail the record with it (a record
+// error, never a nil json).
 type NumberError struct {
 	// Number is the literal as written (shortened if long).
 	Number string

@@ -1,6 +1,6 @@
-package builtin
+package fastjson
 
-import "unsafe"
+import "github.com/fencepost-dev/fencepost/internal/unsafeconv"
 
 // Allocation per record is the cost of the json-reading stages: a doc per
 // value, and every field an expression reads boxed into an any (a string
@@ -46,55 +46,36 @@ func (s *slab[T]) next() *T {
 	return p
 }
 
-// eface is the layout of an any: the dynamic type and a pointer to the
-// value (for a string, an int or a float64, a pointer to a copy of it).
-type eface struct {
-	typ  unsafe.Pointer
-	data unsafe.Pointer
-}
-
-func typeOf(v any) unsafe.Pointer { return (*eface)(unsafe.Pointer(&v)).typ }
-
-var (
-	stringType  = typeOf("")
-	intType     = typeOf(0)
-	float64Type = typeOf(0.0)
-)
-
-// boxer boxes decoded JSON scalars into anys whose values live in slabs:
-// the any is exactly what any(x) gives (same dynamic type, same value),
-// without an allocation per value. The slab element is never written
-// after it is boxed, so the any stays immutable, as every any is.
-type boxer struct {
+// Boxer boxes decoded JSON scalars (strings, ints, float64s) into anys
+// whose values live in its slabs: each any is exactly what any(x) gives
+// (the same dynamic type and value), without an allocation per value
+// (unsafeconv.BoxString and its kin). A slab element is never written
+// after it is boxed, so the any stays immutable, as every any is; it
+// keeps its chunk reachable. The zero Boxer is ready to use; it is not
+// safe for concurrent use: a stage takes one per Process call.
+type Boxer struct {
 	strs   slab[string]
 	ints   slab[int]
 	floats slab[float64]
 }
 
-func (b *boxer) str(s string) any {
+func (b *Boxer) str(s string) any {
 	p := b.strs.next()
 	*p = s
-	return box(stringType, unsafe.Pointer(p))
+	return unsafeconv.BoxString(p)
 }
 
-func (b *boxer) int(i int) any {
+func (b *Boxer) int(i int) any {
 	if i >= 0 && i < 256 {
 		return i // the runtime boxes small ints without allocating
 	}
 	p := b.ints.next()
 	*p = i
-	return box(intType, unsafe.Pointer(p))
+	return unsafeconv.BoxInt(p)
 }
 
-func (b *boxer) float(f float64) any {
+func (b *Boxer) float(f float64) any {
 	p := b.floats.next()
 	*p = f
-	return box(float64Type, unsafe.Pointer(p))
-}
-
-func box(typ, data unsafe.Pointer) any {
-	var v any
-	e := (*eface)(unsafe.Pointer(&v))
-	e.typ, e.data = typ, data
-	return v
+	return unsafeconv.BoxFloat64(p)
 }

@@ -1,8 +1,7 @@
-package builtin
+package fastjson
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -13,15 +12,15 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/fencepost-dev/fencepost/internal/memo"
-	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/internal/unsafeconv"
 )
 
 // parseJSON is what the json variable holds for v, worked out
-// independently of the stages' reader, from the package documentation
-// and encoding/json: ok is false if v is not valid JSON (json is then
+// independently of this package's reader, from the stages'
+// documentation (stages/builtin's package documentation) and
+// encoding/json: ok is false if v is not valid JSON (json is then
 // nil); err is the record's error for a valid value that is refused
-// (nested deeper than MaxJSONDepth: a *DepthError; a number no int or
+// (nested deeper than MaxDepth: a *DepthError; a number no int or
 // float64 holds: a *NumberError). A number written as a whole number is
 // an int, any other a float64.
 //
@@ -33,8 +32,8 @@ func parseJSON(v []byte) (x any, ok bool, err error) {
 	if !json.Valid(v) {
 		return nil, false, nil
 	}
-	if d := nesting(v); d > MaxJSONDepth {
-		return nil, false, &DepthError{Depth: d, Limit: MaxJSONDepth}
+	if d := nesting(v); d > MaxDepth {
+		return nil, false, &DepthError{Depth: d, Limit: MaxDepth}
 	}
 	if err := firstRefusedNumber(v); err != nil {
 		return nil, false, err
@@ -142,28 +141,33 @@ func fullValue(v []byte) (any, error) {
 	return x, err
 }
 
-// checkProjection fails t if what the byField form of an expression sees
-// for json.<f> (project) differs from the member access on the full
-// value, for each of fields.
+// checkProjection fails t if what ProjectInto gives for json.<f>
+// differs from the member access on the full value, for each of fields,
+// or if a value it declines is not one the full value's reading
+// refuses, is not an object, or is not JSON.
 func checkProjection(t interface{ Fatalf(string, ...any) }, v []byte, fields []string) {
 	full, fullErr := fullValue(v)
-	d := docFor(nil, new(docAlloc), v)
-	vars := make([]string, len(fields))
-	for i, f := range fields {
-		vars[i] = fieldVar(f)
+	d := new(Docs).New(v)
+	slots := make([]any, len(fields))
+	for i := range slots {
+		slots[i] = "not set"
 	}
-	env := map[string]any{}
-	if !d.project(v, fields, vars, env, new(boxer)) {
+	if !d.ProjectInto(v, NewFieldSet(fields), slots, new(Boxer)) {
 		// Not an object, not JSON, or a number too large: the program
-		// as written runs over value.
-		got, err := d.value(v)
+		// as written runs over the whole value.
+		for i, s := range slots {
+			if s != "not set" {
+				t.Fatalf("%q: not projected, but slot %d set to %#v", v, i, s)
+			}
+		}
+		got, err := d.Value(v)
 		if !sameFailure(err, fullErr) {
 			t.Fatalf("%q: error %v, want %v", v, err, fullErr)
 		}
 		if err != nil {
 			return // the record fails: what json holds is never seen
 		}
-		if _, isObject := full.(map[string]any); isObject && err == nil {
+		if _, isObject := full.(map[string]any); isObject {
 			t.Fatalf("%q: an object whose numbers are all holdable was not projected", v)
 		}
 		if !reflect.DeepEqual(got, full) {
@@ -179,10 +183,8 @@ func checkProjection(t interface{ Fatalf(string, ...any) }, v []byte, fields []s
 		t.Fatalf("%q: projected, but the full value %#v is not an object", v, full)
 	}
 	for i, f := range fields {
-		want := fm[f] // what json.f gives: nil when absent
-		have, set := env[vars[i]]
-		if !set || !reflect.DeepEqual(have, want) {
-			t.Fatalf("%q: json.%s = %#v (set %v), want %#v", v, f, have, set, want)
+		if want := fm[f]; !reflect.DeepEqual(slots[i], want) { // what json.f gives: nil when absent
+			t.Fatalf("%q: json.%s = %#v, want %#v", v, f, slots[i], want)
 		}
 	}
 }
@@ -244,7 +246,7 @@ func TestMemberSpansWidth(t *testing.T) {
 			if len(v) != tt.n {
 				t.Fatalf("sizedObject made %d bytes", len(v))
 			}
-			d := docFor(nil, new(docAlloc), v)
+			d := new(Docs).New(v)
 			if d.width != tt.width || len(d.memberSpans()) != 6*4*int(tt.width) {
 				t.Fatalf("width %d, %d spans; want width %d, 6 members", d.width, len(d.memberSpans()), tt.width)
 			}
@@ -314,96 +316,119 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// TestDocSharedWithinAChainCall: the second stage of a chain call finds
-// the doc the first stored; new bytes (a value a stage replaced) get a
-// doc of their own.
-func TestDocSharedWithinAChainCall(t *testing.T) {
-	cache := memo.From(memo.With(context.Background()))
-	v := []byte(`{"type":"a"}`)
-	var docs docAlloc
-	d := docFor(cache, &docs, v)
-	if docFor(cache, &docs, v) != d {
-		t.Fatal("the same bytes got a second doc")
-	}
-	replaced := []byte(`{"type":"b"}`)
-	if docFor(cache, &docs, replaced) == d {
-		t.Fatal("new bytes found the old doc")
-	}
-	full, err := d.value(v)
-	if err != nil || !reflect.DeepEqual(full, map[string]any{"type": "a"}) {
+// TestValueParsedOnce: a doc parses its value on the first Value and
+// gives that same value after, also to a projection.
+func TestValueParsedOnce(t *testing.T) {
+	v := []byte(`{"type":"a","n":1000}`)
+	d := new(Docs).New(v)
+	full, err := d.Value(v)
+	if err != nil || !reflect.DeepEqual(full, map[string]any{"type": "a", "n": 1000}) {
 		t.Fatalf("full value %#v, %v", full, err)
 	}
-	if again, _ := docFor(cache, &docs, v).value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
+	if again, _ := d.Value(v); reflect.ValueOf(again).Pointer() != reflect.ValueOf(full).Pointer() {
 		t.Fatal("the full value was parsed twice")
 	}
+	slots := make([]any, 2)
+	if !d.ProjectInto(v, NewFieldSet([]string{"n", "missing"}), slots, new(Boxer)) || slots[0] != 1000 || slots[1] != nil {
+		t.Fatalf("projected from the parsed value: %#v", slots)
+	}
 }
 
-// TestByFieldFormMatchesAsWritten: for expressions that read json only by
-// constant fields, the byField form (run when the value is an object)
-// gives exactly the result, or the error, of the expression as written
-// over the full value; for values that are not objects the evaluator
-// runs the expression as written.
-func TestByFieldFormMatchesAsWritten(t *testing.T) {
-	exprs := []string{
-		`json.type == "purchase"`,
-		`json?.user`,
-		`json["a b"]`,
-		`json.items[0]`,
-		`json.price * json.qty`,
-		`toJSON({"u": json.user, "n": json.n, "t": json?.type})`,
-		`json.missing == nil`,
-		`json.a.b`,
-		`json?.a?.b`,
-		`len(json.items)`,
-		`json.type + ":" + key`,
+// TestDocSize: a doc takes 56 bytes with the default build (its spans a
+// pointer and a 32-bit count), so slabs of them stay small.
+func TestDocSize(t *testing.T) {
+	if n := reflect.TypeFor[unsafeconv.Slice32[uint16]]().Size(); n != 16 {
+		t.Skipf("spans take %d bytes: not the default build on a 64-bit machine", n)
 	}
-	values := []string{
-		`{"type":"purchase","user":"u1","price":2.5,"qty":3,"items":["x","y"],"n":null,"a b":true,"a":{"b":7}}`,
-		`{"type":"view","type":"purchase","price":"text","qty":1}`,
-		`{"ty\u0070e":"purchase","items":[],"a":null}`,
-		`{"id":9007199254740993,"price":1,"qty":9007199254740993}`,
-		`{}`, `{"n":1e400}`, `[1,2]`, `"text"`, `null`, `42`, `not json`, ``,
+	if n := reflect.TypeFor[Doc]().Size(); n != 56 {
+		t.Fatalf("a Doc is %d bytes, want 56", n)
 	}
-	for _, src := range exprs {
-		p, err := compile("value", "value", src, false)
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
-		if p.byField == nil {
-			t.Fatalf("%s: no byField form", src)
-		}
-		for _, v := range values {
-			r := stages.Record{Key: []byte("k"), Value: []byte(v)}
-			fast := newEvaluator(context.Background(), readsOf(p), 0)
-			asWritten := *readsOf(p)
-			asWritten.project = false
-			slow := newEvaluator(context.Background(), &asWritten, 0)
-			fastOut, fastErr := loadAndRun(fast, &r, p)
-			slowOut, slowErr := loadAndRun(slow, &r, p)
-			if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fastOut, slowOut) {
-				t.Errorf("%s over %s:\nby field  %#v, %v\nas written %#v, %v", src, v, fastOut, fastErr, slowOut, slowErr)
+}
+
+// manyFields returns n field names f0, f1, ...
+func manyFields(n int) []string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf("f%d", i)
+	}
+	return fields
+}
+
+// TestProjectIntoReusesSlots: one slice of slots serves record after
+// record (1, 3, 64, 65 and 70 fields): every field is what the member
+// access on the full value gives (absent: nil, not the last record's;
+// duplicates: the last), and a value that is not projected leaves the
+// slots alone.
+func TestProjectIntoReusesSlots(t *testing.T) {
+	for _, n := range []int{1, 3, 64, 65, 70} {
+		fields := manyFields(n)
+		var all, dup strings.Builder
+		all.WriteString("{")
+		dup.WriteString(`{"f0":"first",`)
+		for i, f := range fields {
+			if i > 0 {
+				all.WriteString(",")
+				dup.WriteString(",")
 			}
-			_, isObject := fullValueOrNil(v).(map[string]any) // and every number holdable
-			if fast.projected != isObject {
-				t.Errorf("%s over %s: projected %v, object %v", src, v, fast.projected, isObject)
+			fmt.Fprintf(&all, "%q:%d", f, 1000+i)
+			fmt.Fprintf(&dup, "%q:\"v%d\"", f, i)
+		}
+		all.WriteString("}")
+		dup.WriteString(`,"f0":"last"}`)
+		slots := make([]any, n)
+		var a Docs
+		var bx Boxer
+		fs := NewFieldSet(fields)
+		for _, v := range []string{all.String(), `{"other":true}`, dup.String(), `{}`, `{"f0":null}`, all.String(), `{"f0":"x","f1":"y","f2":"z","f69":1}`, `{"other":true}`} {
+			if !a.New([]byte(v)).ProjectInto([]byte(v), fs, slots, &bx) {
+				t.Fatalf("%d fields: %s not projected", n, v)
+			}
+			full, err := fullValue([]byte(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range fields {
+				if want := full.(map[string]any)[f]; !reflect.DeepEqual(slots[i], want) {
+					t.Fatalf("%d fields, %s: %s = %#v, want %#v", n, v, f, slots[i], want)
+				}
+			}
+		}
+		before := append([]any(nil), slots...)
+		for _, v := range []string{`[1]`, `"f0"`, `null`, `{"f0":`, `{"f0":1e400}`} {
+			if a.New([]byte(v)).ProjectInto([]byte(v), fs, slots, &bx) {
+				t.Fatalf("%s projected", v)
+			}
+			if !reflect.DeepEqual(slots, before) {
+				t.Fatalf("%s not projected, but the slots changed", v)
 			}
 		}
 	}
 }
 
-func loadAndRun(e *evaluator, r *stages.Record, p *program) (any, error) {
-	if err := e.load(r); err != nil {
-		return nil, err
+// TestPresent: Present marks the fields an object has, whatever their
+// values, by their decoded names, and marks nothing for a value that is
+// not an object.
+func TestPresent(t *testing.T) {
+	fs := NewFieldSet([]string{"type", "user", "é"})
+	for _, c := range []struct {
+		v    string
+		want []bool
+	}{
+		{`{"type":1,"user":null}`, []bool{true, true, false}},
+		{`{"t\u0079pe":[],"\u00e9":{}}`, []bool{true, false, true}},
+		{`{"user":1e400}`, []bool{false, true, false}},
+		{`{}`, []bool{false, false, false}},
+		{`["type"]`, []bool{false, false, false}},
+		{`not json`, []bool{false, false, false}},
+		{sizedObject(1 << 17), []bool{true, false, true}},
+	} {
+		got := make([]bool, 3)
+		v := []byte(c.v)
+		new(Docs).New(v).Present(v, fs, got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%.60s: present %v, want %v", c.v, got, c.want)
+		}
 	}
-	return e.run(p)
-}
-
-func fullValueOrNil(v string) any {
-	x, err := fullValue([]byte(v))
-	if err != nil {
-		return nil
-	}
-	return x
 }
 
 // TestDocSpansShareChunks: the docs of one Process call record their
@@ -433,14 +458,14 @@ func TestDocSpansShareChunks(t *testing.T) {
 	for range 200 { // many chunks
 		values = append(values, obj(13))
 	}
-	var a docAlloc
-	docs := make([]*jsonDoc, len(values))
+	var a Docs
+	docs := make([]*Doc, len(values))
 	for i, v := range values {
-		docs[i] = docFor(nil, &a, v)
+		docs[i] = a.New(v)
 	}
 	for i, v := range values {
 		d := docs[i]
-		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && (d.spans != nil || d.width != 0) {
+		if d.object != (firstByte(v) == '{' && d.valid) || d.object && d.width != 1 || !d.object && (len(d.memberSpans()) != 0 || d.width != 0) {
 			t.Fatalf("value %d (%.40s): object %v, width %d, %d spans", i, v, d.object, d.width, len(d.memberSpans()))
 		}
 		if !d.object {

@@ -1,4 +1,4 @@
-package builtin
+package fastjson
 
 import (
 	"bytes"
@@ -88,4 +88,18 @@ func holdableByRule(lit []byte) bool {
 		digits--
 	}
 	return bytes.IndexByte(lit, '.') >= 0 || digits <= 18
+}
+
+// TestSurelyHoldable: what scanJSON does not parse, classify accepts.
+func TestSurelyHoldable(t *testing.T) {
+	for _, lit := range []string{"0", "-0", "999999999999999999", "-999999999999999999", "9223372036854775807",
+		"9223372036854775808", "-9223372036854775809", "1.5", "-0.0", "1e400", "1E2", "2.5e-3",
+		strings.Repeat("9", 299) + ".5", strings.Repeat("9", 310) + ".5", strings.Repeat("9", 298) + ".5"} {
+		if end, sure := scanNumber([]byte(lit), 0); end != len(lit) || !sure {
+			continue
+		}
+		if _, _, _, err := classify(lit); err != nil {
+			t.Errorf("%.40s: surely holdable, but classify says %v", lit, err)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package builtin
+package fastjson
 
 import (
 	"bytes"
@@ -10,19 +10,20 @@ import (
 	"strings"
 	"testing"
 
-	fastjson "github.com/segmentio/encoding/json"
+	segjson "github.com/segmentio/encoding/json"
 )
 
-// FuzzFastJSONAgreesWithStd: the stages read JSON with their own reader
-// (scanJSON, decodeValid, for linear cost and a depth limit) and write it
-// with github.com/segmentio/encoding/json (toJSON, marshalJSON), for
-// speed; the semantics users rely on are encoding/json's. For any bytes
-// the reader and encoding/json agree on validity; for valid JSON the
-// reader decodes what encoding/json decodes (numbers as documented: see
-// parseJSON) or refuses it for the same reason; and segmentio encodes a
-// decoded value to the bytes encoding/json writes (no HTML escaping, as
-// marshalJSON). A dependency upgrade that drifts fails here. An object's
-// fields read one by one (project) are what the whole value holds.
+// FuzzFastJSONAgreesWithStd: the stages read JSON with this package's
+// reader (scanJSON, decodeValid, for linear cost and a depth limit) and
+// write it with Append (github.com/segmentio/encoding/json for all but
+// scalars), for speed; the semantics users rely on are encoding/json's.
+// For any bytes the reader and encoding/json agree on validity; for
+// valid JSON the reader decodes what encoding/json decodes (numbers as
+// documented: see parseJSON) or refuses it for the same reason, and so
+// does Parse; and Append encodes a decoded value to the bytes
+// encoding/json writes (no HTML escaping). A dependency upgrade that
+// drifts fails here. An object's fields read one by one (ProjectInto)
+// are what the whole value holds.
 func FuzzFastJSONAgreesWithStd(f *testing.F) {
 	for _, s := range []string{
 		`{"id":1,"type":"purchase","user":"u1","price":12.5,"qty":3,"tags":["a","b"],"n":null,"ok":true}`,
@@ -40,10 +41,10 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		`{"a":[}`, `{"a":{"b":1]}`, `{"":""}`, `{"a\"b":"c\u00e9"}`, `{}x`, `{`, `{"a":[1,2,]}`,
 		`"\ud83d\ude00\ud83d x\udc00\\u0041 \/"`, `-`, `1.`, `.5`, `1e`, `[1 2]`, `{"a" 1}`, `{1:2}`,
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`, `[[[`, `]`,
-		strings.Repeat(`{"a":[`, MaxJSONDepth/2) + "1" + strings.Repeat("]}", MaxJSONDepth/2),         // at the limit
-		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2+1),     // past it
-		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),                                       // past encoding/json's
-		strings.Repeat(`{"a":[`, MaxJSONDepth/2+1) + "1" + strings.Repeat("]}", MaxJSONDepth/2) + "]", // past it, not JSON
+		strings.Repeat(`{"a":[`, MaxDepth/2) + "1" + strings.Repeat("]}", MaxDepth/2),         // at the limit
+		strings.Repeat(`{"a":[`, MaxDepth/2+1) + "1" + strings.Repeat("]}", MaxDepth/2+1),     // past it
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),                               // past encoding/json's
+		strings.Repeat(`{"a":[`, MaxDepth/2+1) + "1" + strings.Repeat("]}", MaxDepth/2) + "]", // past it, not JSON
 	} {
 		f.Add([]byte(s))
 	}
@@ -56,6 +57,9 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 				return // past encoding/json's own limit, which it calls invalid
 			}
 			t.Fatalf("%.300q: encoding/json says valid=%v, scanJSON says %v", b, valid, s.valid)
+		}
+		if _, valid, err := Parse(b); valid != s.valid || !sameFailure(err, s.err) {
+			t.Fatalf("%.300q: Parse says valid %v, %v; scanJSON %v, %v", b, valid, err, s.valid, s.err)
 		}
 		if !s.valid {
 			return
@@ -73,6 +77,9 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		got := decodeValid(b)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%.300q: decoded differently:\nencoding/json %#v\ndecodeValid   %#v", b, want, got)
+		}
+		if x, valid, err := Parse(b); !valid || err != nil || !reflect.DeepEqual(x, want) {
+			t.Fatalf("%.300q: Parse gives %#v, %v, %v; want %#v", b, x, valid, err, want)
 		}
 		if s.object {
 			checkSpans(t, b)
@@ -95,7 +102,7 @@ func FuzzFastJSONAgreesWithStd(f *testing.F) {
 		if err := se.Encode(want); err != nil {
 			t.Fatalf("%.300q: encoding/json cannot encode what it decoded: %v", b, err)
 		}
-		enc, err := marshalJSON(want)
+		enc, err := Append(nil, want)
 		if err != nil {
 			t.Fatalf("%.300q: segmentio cannot encode what encoding/json encodes: %v", b, err)
 		}
@@ -116,7 +123,7 @@ func checkSpans(t interface{ Fatalf(string, ...any) }, obj []byte) {
 		if !s.valid || !s.object {
 			t.Fatalf("%.300q: scanned as valid %v, object %v", obj, s.valid, s.object)
 		}
-		d := jsonDoc{valid: true, object: true}
+		d := Doc{valid: true, object: true}
 		d.setSpans(spans, width)
 		var got [][2]string
 		d.eachMember(obj, func(name, raw []byte) { got = append(got, [2]string{string(name), string(raw)}) })
@@ -126,10 +133,10 @@ func checkSpans(t interface{ Fatalf(string, ...any) }, obj []byte) {
 	}
 }
 
-// FuzzAppendJSONScalars: the scalars appendJSON writes itself (strings,
-// ints, float64s, bools, nil) come out as encoding/json writes them
-// without HTML escaping, and as segmentio/encoding/json (which writes
-// everything else) does; NaN and infinities fail in both.
+// FuzzAppendJSONScalars: the scalars Append writes itself (AppendScalar:
+// strings, ints, float64s, bools, nil) come out as encoding/json writes
+// them without HTML escaping, and as segmentio/encoding/json (which
+// writes everything else) does; NaN and infinities fail in both.
 func FuzzAppendJSONScalars(f *testing.F) {
 	f.Add("purchase", int64(42), 12.5, true)
 	f.Add("<a&b>", int64(-1), 1e-7, false)
@@ -140,8 +147,8 @@ func FuzzAppendJSONScalars(f *testing.F) {
 	f.Add("z", int64(7), math.NaN(), true)
 	f.Fuzz(func(t *testing.T, s string, i int64, x float64, b bool) {
 		for _, v := range []any{s, i, int(i), x, b, nil} {
-			got, err := appendJSON([]byte("prefix"), v)
-			seg, segErr := fastjson.Append(nil, v, fastjson.SortMapKeys)
+			got, err := Append([]byte("prefix"), v)
+			seg, segErr := segjson.Append(nil, v, segjson.SortMapKeys)
 			if (err != nil) != (segErr != nil) {
 				t.Fatalf("%#v: error %v, segmentio's %v", v, err, segErr)
 			}
@@ -152,11 +159,11 @@ func FuzzAppendJSONScalars(f *testing.F) {
 			se := json.NewEncoder(&std)
 			se.SetEscapeHTML(false)
 			if err := se.Encode(v); err != nil {
-				t.Fatalf("%#v: encoding/json fails (%v), appendJSON wrote %s", v, err, got)
+				t.Fatalf("%#v: encoding/json fails (%v), Append wrote %s", v, err, got)
 			}
 			want := bytes.TrimSuffix(std.Bytes(), []byte("\n"))
 			if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) || !bytes.Equal(seg, want) {
-				t.Fatalf("%#v: appendJSON wrote %s, segmentio %s, encoding/json %s", v, got, seg, want)
+				t.Fatalf("%#v: Append wrote %s, segmentio %s, encoding/json %s", v, got, seg, want)
 			}
 		}
 	})
