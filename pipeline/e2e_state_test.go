@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +122,43 @@ func TestStateSurvivesRestore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStateDirIsHeldByOneProcess: a second pipeline given a state
+// directory a running one holds refuses to run, naming the fix, and the
+// directory keeps one process id across runs.
+func TestStateDirIsHeldByOneProcess(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	in := c.Name("held-in")
+	c.CreateTopic(t, in, 1)
+	cfg := fastConfig(c, c.Name("g-held"), in)
+	cfg.State.Dir = t.TempDir()
+	first := start(t, cfg, pipeline.WithStage("count", counter{}))
+	waitFor(t, 10*time.Second, "the process id written", func() bool {
+		_, err := os.Stat(filepath.Join(cfg.State.Dir, "process-id"))
+		return err == nil
+	})
+	id, _ := os.ReadFile(filepath.Join(cfg.State.Dir, "process-id"))
+	second, err := pipeline.New(cfg, pipeline.WithStage("count", counter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = second.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("second pipeline on a held state.dir: Run = %v, want an error saying the directory is held", err)
+	}
+	if err := first.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	again := start(t, cfg, pipeline.WithStage("count", counter{}))
+	time.Sleep(200 * time.Millisecond)
+	if err := again.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if id2, _ := os.ReadFile(filepath.Join(cfg.State.Dir, "process-id")); len(id) == 0 || string(id2) != string(id) {
+		t.Fatalf("process id %q, then %q after a restart on the same disk: want the same", id, id2)
 	}
 }

@@ -133,8 +133,8 @@ func (t *txnOutput) Produce(ctx context.Context, records []stages.Record) error 
 // per process start (KIP-447: the group's generation fences zombies then,
 // and a crashed instance's open transaction lasts until the broker aborts
 // it at transaction_timeout).
-func transactionalID(c ConsumerConfig) string {
-	if id := instanceIdentity(c); id != "" {
+func transactionalID(c ConsumerConfig, processID string) string {
+	if id := instanceIdentity(c, processID); id != "" {
 		return c.Group + "-" + id
 	}
 	b := make([]byte, 8)
@@ -143,12 +143,17 @@ func transactionalID(c ConsumerConfig) string {
 }
 
 // instanceIdentity names this instance the same across its restarts, or
-// is "" when it has none. Today that is the static membership's
-// group_instance_id. It is the one place to add another source of
-// identity (such as a process id kept in a state.dir, for instances
-// without group_instance_id): the transactional id follows it. Whatever it
-// returns must be unique among the group's live instances: two processes
-// with the same identity fence each other (see fencingRule).
-func instanceIdentity(c ConsumerConfig) string {
-	return c.GroupInstanceID
+// is "" when it has none: the static membership's group_instance_id,
+// else the process id kept in the state directory of a pipeline with
+// stateful stages on disk (processID, "" without one). The transactional
+// id follows it, so an instance restarted on the same disk fences its
+// predecessor's open transaction at once. Whatever it returns must be
+// unique among the group's live instances: two processes with the same
+// identity fence each other (see fencingRule); the state directory's
+// lock keeps its process id to one process.
+func instanceIdentity(c ConsumerConfig, processID string) string {
+	if c.GroupInstanceID != "" {
+		return c.GroupInstanceID
+	}
+	return processID
 }

@@ -33,6 +33,9 @@ type runner struct {
 	// out writes the outputs under exactly_once (the pipeline's
 	// WithOutputs, or one of the runner's own for the dead letters).
 	out *Outputs
+	// dir is the state directory held for the run (stateful stages on
+	// disk), else nil.
+	dir *stateDir
 	// fetchers is the fetch requests in flight per broker:
 	// consumer.fetch_concurrency, or the default chosen at start from
 	// the partitions each broker leads (fetchersPerBroker).
@@ -202,6 +205,14 @@ func (r *runner) run(ctx context.Context) error {
 	defer r.transport.CloseIdleConnections()
 	if r.closeSink != nil {
 		defer func() { _ = r.closeSink() }()
+	}
+	if len(r.p.storeNames) > 0 && cfg.State.Store == StoreDisk {
+		dir, err := holdStateDir(cfg.State.Dir)
+		if err != nil {
+			return err
+		}
+		r.dir = dir
+		defer dir.release()
 	}
 
 	// runCtx outlives ctx by the graceful stop: it ends when the stop
@@ -373,7 +384,7 @@ func (p *Pipeline) closeStages() {
 // producer's state from the commit step's answers too).
 func (r *runner) startTransactions(ctx context.Context, client *kafkawire.Client, failed chan<- txnFailedEvent) (*produce.Producer, error) {
 	cfg := r.p.cfg
-	id := transactionalID(cfg.Consumer)
+	id := transactionalID(cfg.Consumer, r.dir.processID())
 	prod := produce.New(client, produce.Config{
 		TransactionalID: id, TransactionTimeout: cfg.TransactionTimeout, MaxBatchBytes: int(cfg.Kafka.MaxBatchBytes),
 		OnTxnFailed: func(err error) {

@@ -60,16 +60,23 @@ func TestFencingRule(t *testing.T) {
 // transaction), and new at every start of one without.
 func TestTransactionalIDIdentity(t *testing.T) {
 	static := ConsumerConfig{Group: "enricher", GroupInstanceID: "pod-3"}
-	if a, b := transactionalID(static), transactionalID(static); a != "enricher-pod-3" || b != a {
+	if a, b := transactionalID(static, ""), transactionalID(static, ""); a != "enricher-pod-3" || b != a {
 		t.Errorf("static member: transactional ids %q and %q, want enricher-pod-3 both times", a, b)
 	}
 	dynamic := ConsumerConfig{Group: "enricher"}
 	seen := map[string]bool{}
 	for range 100 {
-		id := transactionalID(dynamic)
+		id := transactionalID(dynamic, "")
 		if !strings.HasPrefix(id, "enricher-") || seen[id] {
 			t.Fatalf("dynamic member: transactional id %q repeats or lacks the group prefix (ACLs use it)", id)
 		}
 		seen[id] = true
+	}
+	// with a process id from a state directory, the same at every start
+	if a, b := transactionalID(dynamic, "9f3c"), transactionalID(dynamic, "9f3c"); a != "enricher-9f3c" || b != a {
+		t.Errorf("dynamic member with a state directory: transactional ids %q and %q, want enricher-9f3c both times", a, b)
+	}
+	if a := transactionalID(static, "9f3c"); a != "enricher-pod-3" {
+		t.Errorf("static member with a state directory: transactional id %q, want the instance id's enricher-pod-3", a)
 	}
 }
