@@ -244,6 +244,9 @@ func (m *member) revoke(ctx context.Context, gm *group.Member, gen offsets.Gener
 	if stopping && all {
 		m.finalErr = err
 	}
+	if m.state != nil {
+		m.state.Revoked(mine)
+	}
 	switch {
 	case lost:
 	case err != nil:

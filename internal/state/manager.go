@@ -70,6 +70,11 @@ type partState struct {
 	// written is, per store, the changelog offset after this partition's
 	// changes in the open transaction (exactly_once).
 	written map[string]int64
+	// active counts the partition's units between Begin and End;
+	// revoked: the member gave the partition up while one ran (its
+	// stores close when the last one ends). Both guarded by Manager.mu.
+	active  int
+	revoked bool
 }
 
 // Incarnation identifies a stretch of a partition's processing: its
@@ -109,7 +114,15 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 	ps := m.part(tp)
 	m.mu.Lock()
 	current := ps.restored && ps.incarnation == inc
+	ps.active++
+	ps.revoked = false
 	m.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			m.unitEnded(tp, ps)
+		}
+	}()
 	if !current {
 		for _, name := range m.cfg.Stores {
 			if err := m.restore(ctx, ps, name, tp.Partition); err != nil {
@@ -120,6 +133,7 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 		ps.incarnation, ps.restored = inc, true
 		m.mu.Unlock()
 	}
+	ok = true
 	ctx = stateref.With(ctx, func(name string) (any, error) {
 		p := ps.stores[name]
 		if p == nil {
@@ -186,6 +200,14 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 // finished.
 func (m *Manager) End(ctx context.Context, tp offsetstore.TopicPartition, finished bool) error {
 	ps := m.part(tp)
+	defer m.unitEnded(tp, ps)
+	m.mu.Lock()
+	if ps.revoked {
+		// the revoke's final commit is done: these records are not
+		// committed here, and the partition's next owner runs them again
+		finished = false
+	}
+	m.mu.Unlock()
 	for _, name := range m.cfg.Stores {
 		p := ps.stores[name]
 		if p == nil {
@@ -280,19 +302,42 @@ func (m *Manager) Aborted() {
 	}
 }
 
-// Revoked closes the stores of partitions this member no longer owns,
-// keeping their local files: a later assignment restores only the tail.
+// Revoked closes the stores of partitions this member no longer owns
+// (after the revoke's final commit), keeping their local files: a later
+// assignment restores only the tail. A partition with a unit still
+// running closes when it ends, dropping that unit's changes.
 func (m *Manager) Revoked(tps []offsetstore.TopicPartition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, tp := range tps {
-		if ps := m.parts[tp]; ps != nil {
-			for _, p := range ps.stores {
-				_ = p.Close()
-			}
-			delete(m.parts, tp)
+		ps := m.parts[tp]
+		switch {
+		case ps == nil:
+		case ps.active > 0:
+			ps.revoked = true
+		default:
+			m.closePart(tp, ps)
 		}
 	}
+}
+
+// unitEnded notes the end of a unit of tp, closing its stores if the
+// partition was revoked meanwhile.
+func (m *Manager) unitEnded(tp offsetstore.TopicPartition, ps *partState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ps.active--
+	if ps.active == 0 && ps.revoked && m.parts[tp] == ps {
+		m.closePart(tp, ps)
+	}
+}
+
+// closePart closes a partition's stores; m.mu is held.
+func (m *Manager) closePart(tp offsetstore.TopicPartition, ps *partState) {
+	for _, p := range ps.stores {
+		_ = p.Close()
+	}
+	delete(m.parts, tp)
 }
 
 // Close closes every store, keeping local files.
