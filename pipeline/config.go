@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
 	"github.com/fencepost-dev/fencepost/internal/limits"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -112,6 +113,57 @@ type KafkaConfig struct {
 	// letter keeps the key, error and headers, not the value). From
 	// 1KiB to 1GiB.
 	MaxBatchBytes ByteSize `yaml:"max_batch_bytes"`
+	// Partitioner places the records with a key written to output and
+	// dead-letter topics: PartitionerMurmur2 (the default, where the
+	// Java producer, Kafka Streams, ksqlDB, Kafka Connect and franz-go
+	// put a key), PartitionerFNV1a (where kafka-go's Hash balancer, and
+	// fencepost up to 0.1, put it) or PartitionerCRC32 (librdkafka's
+	// consistent partitioner). Records without a key are spread over
+	// the partitions whatever it says: those of one Produce call go to
+	// one partition, the next call's to the next.
+	Partitioner Partitioner `yaml:"partitioner"`
+}
+
+// Partitioner names how a producer places keyed records on partitions
+// (KafkaConfig.Partitioner). The zero value is PartitionerMurmur2.
+type Partitioner string
+
+const (
+	// PartitionerMurmur2 puts a key on partition (murmur2(key) &
+	// 0x7fffffff) % partitions, as the Java producer's default
+	// partitioner does, and with it Kafka Streams, ksqlDB, Kafka
+	// Connect, franz-go's default partitioner and librdkafka's murmur2
+	// and murmur2_random. The default.
+	PartitionerMurmur2 Partitioner = "murmur2"
+	// PartitionerFNV1a puts a key where kafka-go's Hash balancer does
+	// (FNV-1a 32 of the key, read as a signed number, its remainder by
+	// the partition count made non-negative): where fencepost up to 0.1
+	// put keys, for topics whose readers rely on that placement.
+	PartitionerFNV1a Partitioner = "fnv1a"
+	// PartitionerCRC32 puts a key where librdkafka's consistent
+	// partitioner does: crc32(key) % partitions (CRC-32 IEEE, unsigned);
+	// an empty key on partition 0.
+	PartitionerCRC32 Partitioner = "crc32"
+)
+
+// Validate reports whether p names a partitioner (or is empty, the
+// default); the error lists the valid names.
+func (p Partitioner) Validate() error {
+	if _, ok := partitioner.ByName(string(p)); !ok {
+		return fmt.Errorf("%q is not a partitioner: use %s (the default), %s or %s",
+			string(p), PartitionerMurmur2, PartitionerFNV1a, PartitionerCRC32)
+	}
+	return nil
+}
+
+// place returns the placement p names (Murmur2 for the zero value); p
+// must be valid.
+func (p Partitioner) place() partitioner.Func {
+	f, ok := partitioner.ByName(string(p))
+	if !ok {
+		panic(fmt.Sprintf("pipeline: unvalidated partitioner %q", string(p)))
+	}
+	return f
 }
 
 // TLS enables TLS to the brokers.
@@ -344,6 +396,9 @@ func (c Config) withDefaults() Config {
 	c.State = c.State.withDefaults(c.Consumer.Group)
 	def(&c.Kafka.DialTimeout, 10*time.Second)
 	def(&c.Kafka.MetadataMaxAge, 5*time.Second)
+	if c.Kafka.Partitioner == "" {
+		c.Kafka.Partitioner = PartitionerMurmur2
+	}
 	k := &c.Consumer
 	def(&k.CommitInterval, 100*time.Millisecond)
 	def(&k.ProcessingTimeout, time.Minute)
@@ -471,6 +526,9 @@ func (c Config) Validate() error {
 	}
 	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
 		bad("kafka.tls", "cert_file and key_file go together")
+	}
+	if err := c.Kafka.Partitioner.Validate(); err != nil {
+		badValue("kafka.partitioner", string(c.Kafka.Partitioner), "%v", err)
 	}
 	k := c.Consumer
 	if k.Group == "" {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
@@ -49,6 +51,11 @@ func TestValidate(t *testing.T) {
 			wants: []string{"kafka.max_batch_bytes: 2GiB is outside 1KiB..1GiB"}},
 		{name: "negative batch limit", edit: func(c *pipeline.Config) { c.Kafka.MaxBatchBytes = -1 },
 			wants: []string{"kafka.max_batch_bytes:"}},
+		{name: "every partitioner", edit: func(c *pipeline.Config) { c.Kafka.Partitioner = pipeline.PartitionerCRC32 }},
+		{name: "unknown partitioner", edit: func(c *pipeline.Config) { c.Kafka.Partitioner = "murmur2_random" },
+			wants: []string{`kafka.partitioner: "murmur2_random" is not a partitioner: use murmur2 (the default), fnv1a or crc32`}},
+		{name: "partitioner in capitals", edit: func(c *pipeline.Config) { c.Kafka.Partitioner = "FNV1A" },
+			wants: []string{`kafka.partitioner: "FNV1A" is not a partitioner`}},
 		{name: "heartbeat not below session", edit: func(c *pipeline.Config) {
 			c.Consumer.HeartbeatInterval, c.Consumer.SessionTimeout = time.Minute, time.Second
 		}, wants: []string{"consumer.heartbeat_interval:"}},
@@ -196,6 +203,9 @@ func TestDefaults(t *testing.T) {
 		c.DeadLetter.Retries != 3 || c.ShutdownTimeout != 30*time.Second || c.Consumer.FetchConcurrency != 0 {
 		t.Fatalf("defaults: %+v", c)
 	}
+	if c.Kafka.Partitioner != pipeline.PartitionerMurmur2 {
+		t.Errorf("default partitioner %q, want murmur2 (where Java clients put a key)", c.Kafka.Partitioner)
+	}
 	if c.TransactionTimeout != 10*time.Second {
 		t.Errorf("default transaction_timeout %v, want 10s (as Kafka Streams under exactly-once: a crashed "+
 			"instance's open transaction holds read_committed readers back until it)", c.TransactionTimeout)
@@ -207,6 +217,43 @@ func TestDefaults(t *testing.T) {
 	withTopic.DeadLetter.Topic = "dlq"
 	if p, _ := pipeline.New(withTopic); p.Config().DeadLetter.Policy != pipeline.DeadLetterTopic {
 		t.Fatal("a dead-letter topic does not make the policy topic")
+	}
+}
+
+// TestPartitionerValidate: the names of the partitioners and the empty
+// one (the default) are valid; anything else is an error that lists the
+// valid names, and is reported at kafka.partitioner with its value.
+func TestPartitionerValidate(t *testing.T) {
+	for _, p := range []pipeline.Partitioner{"", pipeline.PartitionerMurmur2, pipeline.PartitionerFNV1a, pipeline.PartitionerCRC32} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	if pipeline.PartitionerMurmur2 != "murmur2" || pipeline.PartitionerFNV1a != "fnv1a" || pipeline.PartitionerCRC32 != "crc32" {
+		t.Errorf("the names changed: %q, %q, %q (configuration files spell them)",
+			pipeline.PartitionerMurmur2, pipeline.PartitionerFNV1a, pipeline.PartitionerCRC32)
+	}
+	if names := []string{string(pipeline.PartitionerMurmur2), string(pipeline.PartitionerFNV1a), string(pipeline.PartitionerCRC32)}; !slices.Equal(names, partitioner.Names()) {
+		t.Errorf("the pipeline's partitioners %q are not internal/partitioner's %q", names, partitioner.Names())
+	}
+	for _, p := range []pipeline.Partitioner{"murmur", "Murmur2", "fnv1a_random", "consistent", "random", " crc32"} {
+		err := p.Validate()
+		if err == nil || err.Error() != fmt.Sprintf("%q is not a partitioner: use murmur2 (the default), fnv1a or crc32", string(p)) {
+			t.Errorf("%q: %v", p, err)
+		}
+	}
+	c := validConfig()
+	c.Kafka.Partitioner = "hash"
+	fes := pipeline.FieldErrors(c.Validate())
+	if len(fes) != 1 || fes[0].Key != "kafka.partitioner" || fes[0].Value != "hash" {
+		t.Fatalf("field errors %v", fes)
+	}
+	if _, err := pipeline.NewProducer(pipeline.KafkaConfig{Brokers: []string{"localhost:9092"}, Partitioner: "hash"}, "out"); err == nil ||
+		!strings.Contains(err.Error(), `kafka.partitioner: "hash" is not a partitioner`) {
+		t.Errorf("NewProducer with an unknown partitioner: %v", err)
+	}
+	if _, err := pipeline.NewOutputs(c); err == nil || !strings.Contains(err.Error(), `kafka.partitioner: "hash" is not a partitioner`) {
+		t.Errorf("NewOutputs with an unknown partitioner: %v", err)
 	}
 }
 

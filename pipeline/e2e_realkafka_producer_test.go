@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // producerKeysAndAcks: on Apache Kafka, Producer (at_least_once's
 // output, an idempotent producer) writes every record once, a key on the
-// partition kafka-go's Hash balancer gives it, in order within the
+// partition the Java producer gives it (murmur2), in order within the
 // partition, from concurrent calls.
 func producerKeysAndAcks(t *testing.T, c *kafkatest.Kafka) {
 	topic := c.Name("out")
@@ -52,7 +52,6 @@ func producerKeysAndAcks(t *testing.T, c *kafkatest.Kafka) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	parts := []int{0, 1, 2, 3, 4, 5}
 	seen := map[string]bool{}
 	last := map[string]int{} // per writer and key: the last index read
 	for len(seen) < calls*per && ctx.Err() == nil {
@@ -62,8 +61,8 @@ func producerKeysAndAcks(t *testing.T, c *kafkatest.Kafka) {
 				t.Fatalf("%s read twice", r.Value)
 			}
 			seen[string(r.Value)] = true
-			if want := (&kafka.Hash{}).Balance(kafka.Message{Key: r.Key}, parts...); int32(want) != r.Partition {
-				t.Fatalf("key %s on partition %d, kafka-go's Hash says %d", r.Key, r.Partition, want)
+			if want := partitioner.Murmur2(r.Key, 6); want != r.Partition {
+				t.Fatalf("key %s on partition %d, murmur2 says %d", r.Key, r.Partition, want)
 			}
 			var w, i int
 			fmt.Sscanf(string(r.Value), "%d/%d", &w, &i)

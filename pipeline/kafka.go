@@ -15,12 +15,13 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/kafkaauth"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 )
 
 // connection is what every client of a pipeline shares: TLS, SASL,
 // client id; for kafka-go's Transport (lookups, metadata, producing) and
 // for the connections the engine frames requests on itself (the fetch
-// path, the group member).
+// path, the group member); and where its producers put keyed records.
 type connection struct {
 	brokers   []string
 	clientID  string
@@ -28,10 +29,16 @@ type connection struct {
 	sasl      sasl.Mechanism      // kafka-go's
 	fetchSASL franzsasl.Mechanism // the fetch path's
 	timeout   time.Duration
+	// place puts the keyed records of the producers on this connection
+	// (kafka.partitioner)
+	place partitioner.Func
 }
 
 func newConnection(c KafkaConfig) (*connection, error) {
-	conn := &connection{brokers: c.Brokers, clientID: c.ClientID, timeout: c.DialTimeout}
+	if err := c.Partitioner.Validate(); err != nil {
+		return nil, fmt.Errorf("kafka.partitioner: %w", err)
+	}
+	conn := &connection{brokers: c.Brokers, clientID: c.ClientID, timeout: c.DialTimeout, place: c.Partitioner.place()}
 	if c.TLS != nil {
 		t, err := c.TLS.Config()
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -30,7 +31,8 @@ import (
 //
 // Close it after Run returned.
 type Outputs struct {
-	cfg Config
+	cfg   Config
+	place partitioner.Func // where keyed records go (kafka.partitioner)
 
 	mu     sync.Mutex
 	topics []string
@@ -48,11 +50,15 @@ func NewOutputs(cfg Config) (*Outputs, error) {
 	if len(cfg.Kafka.Brokers) == 0 {
 		return nil, errors.New("outputs: kafka.brokers is empty")
 	}
-	return &Outputs{cfg: cfg, byTop: map[string]*Producer{}}, nil
+	if err := cfg.Kafka.Partitioner.Validate(); err != nil {
+		return nil, fmt.Errorf("outputs: kafka.partitioner: %w", err)
+	}
+	return &Outputs{cfg: cfg, place: cfg.Kafka.Partitioner.place(), byTop: map[string]*Producer{}}, nil
 }
 
 // Producer returns the producer to topic (the same one for every call
-// with the same topic). It implements stages.Env.Producer.
+// with the same topic). It implements stages.Env.Producer. Its keyed
+// records go where the configuration's kafka.partitioner puts them.
 func (o *Outputs) Producer(topic string) (stages.Producer, error) {
 	if topic == "" {
 		return nil, fmt.Errorf("producer: empty topic name")
@@ -122,7 +128,7 @@ func (t *txnOutput) Produce(ctx context.Context, records []stages.Record) error 
 	if p == nil {
 		return errNotRunning
 	}
-	return p.Produce(ctx, t.topic, records)
+	return p.ProduceBy(ctx, t.topic, t.o.place, records)
 }
 
 // transactionalID is the id of this instance's transactional producer:

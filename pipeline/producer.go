@@ -13,6 +13,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/internal/produce"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -20,11 +21,12 @@ import (
 // Producer writes records to one topic with acks=all, as an idempotent
 // producer (a producer id, a sequence number per partition: a request
 // retried after a lost answer is not written twice). It implements
-// stages.Producer and a dead-letter sink (WithDeadLetterSink). Records go
-// to the partition their key hashes to (FNV-1a, as kafka-go's Hash
-// balancer, which earlier versions used: a key keeps its partition, and
-// the exactly_once producer places it the same way); the records without
-// a key of one call go to one partition, the next call's to the next.
+// stages.Producer and a dead-letter sink (WithDeadLetterSink). A record
+// with a key goes to the partition KafkaConfig.Partitioner gives it
+// (murmur2 by default: where the Java producer, Kafka Streams and
+// franz-go put the same key; the exactly_once producer places it the
+// same way); the records without a key of one call go to one partition,
+// the next call's to the next.
 // Records are encoded into the request straight from the slice Produce
 // is given; concurrent calls to different partitions are sent in
 // parallel, and a partition has one batch in flight at a time.
@@ -48,6 +50,7 @@ import (
 type Producer struct {
 	p         *produce.Producer
 	topic     string
+	place     partitioner.Func // where keyed records go
 	transport *kafka.Transport
 }
 
@@ -70,6 +73,7 @@ func newProducer(conn *connection, topic string, metadataTTL time.Duration, maxB
 	return &Producer{
 		p:         produce.New(kafkawire.New(t, conn.addr()), produce.Config{MaxBatchBytes: int(maxBatch)}),
 		topic:     topic,
+		place:     conn.place,
 		transport: t,
 	}
 }
@@ -81,7 +85,7 @@ func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
 	}
-	if err := p.p.Produce(ctx, p.topic, records); err != nil {
+	if err := p.p.ProduceBy(ctx, p.topic, p.place, records); err != nil {
 		return classifyProduceError(ctx, fmt.Errorf("produce to %q: %w", p.topic, err))
 	}
 	return nil

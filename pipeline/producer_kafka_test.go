@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -10,53 +11,87 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
-// TestProducerKeepsKeyPartitions: a key goes to the partition kafka-go's
-// Hash balancer gives it (what Producer used before it wrote through
-// internal/produce, and what the exactly_once producer uses), so data
-// already written keeps its placement. The pinned values were computed
-// with kafka-go's balancer; the test checks them against it too.
-func TestProducerKeepsKeyPartitions(t *testing.T) {
-	tests := []struct {
+// TestProducerPlacesKeys: a key goes to the partition the Java
+// producer gives it (murmur2), by default, and with Partitioner fnv1a to
+// the one kafka-go's Hash balancer gives it (where Producer put keys
+// before murmur2), so data already written can keep its placement. The
+// murmur2 values are derived from the hashes Kafka's UtilsTest pins for
+// these keys ((hash & 0x7fffffff) % partitions) and checked against
+// franz-go's default partitioner too; the fnv1a ones were computed with
+// kafka-go's balancer, which the test checks them against.
+func TestProducerPlacesKeys(t *testing.T) {
+	type placed struct {
 		key        string
 		partitions int32
 		want       int32
+	}
+	tests := []struct {
+		partitioner pipeline.Partitioner
+		check       func(key []byte, parts []int) int // the other client's placement
+		placed      []placed
 	}{
-		{"", 6, 3}, {"a", 6, 0}, {"user-1", 6, 0}, {"user-42", 6, 3}, {"order-1001", 6, 0}, {"ßü-key", 6, 0},
-		{"", 16, 11}, {"a", 16, 4}, {"user-1", 16, 12}, {"user-42", 16, 11}, {"order-1001", 16, 4}, {"ßü-key", 16, 14},
+		{"", func(key []byte, parts []int) int {
+			return kgo.StickyKeyPartitioner(nil).ForTopic("").Partition(&kgo.Record{Key: key}, len(parts))
+		}, []placed{
+			{"21", 6, 0}, {"foobar", 6, 0}, {"abc", 6, 3}, {"a-little-bit-long-string", 6, 2}, {"a-little-bit-longer-string", 6, 5},
+			{"21", 16, 12}, {"foobar", 16, 14}, {"abc", 16, 11}, {"a-little-bit-long-string", 16, 0}, {"a-little-bit-longer-string", 16, 3},
+		}},
+		{pipeline.PartitionerFNV1a, func(key []byte, parts []int) int {
+			return (&kafka.Hash{}).Balance(kafka.Message{Key: key}, parts...)
+		}, []placed{
+			{"", 6, 3}, {"a", 6, 0}, {"user-1", 6, 0}, {"user-42", 6, 3}, {"order-1001", 6, 0}, {"ßü-key", 6, 0},
+			{"", 16, 11}, {"a", 16, 4}, {"user-1", 16, 12}, {"user-42", 16, 11}, {"order-1001", 16, 4}, {"ßü-key", 16, 14},
+		}},
 	}
 	c := kafkatest.New(t, 1)
-	c.CreateTopic(t, "p6", 6)
-	c.CreateTopic(t, "p16", 16)
 	ctx := context.Background()
 	for _, tt := range tests {
-		parts := make([]int, tt.partitions)
-		for i := range parts {
-			parts[i] = i
+		name := cmp.Or(string(tt.partitioner), "default")
+		for _, n := range []int32{6, 16} {
+			c.CreateTopic(t, fmt.Sprintf("%s%d", name, n), n)
 		}
-		if got := (&kafka.Hash{}).Balance(kafka.Message{Key: []byte(tt.key)}, parts...); int32(got) != tt.want {
-			t.Fatalf("kafka-go's Hash puts %q on %d of %d, the pinned value is %d", tt.key, got, tt.partitions, tt.want)
+		producers := map[int32]*pipeline.Producer{}
+		for _, pl := range tt.placed {
+			parts := make([]int, pl.partitions)
+			for i := range parts {
+				parts[i] = i
+			}
+			if got := tt.check([]byte(pl.key), parts); int32(got) != pl.want {
+				t.Fatalf("%s: the other client puts %q on %d of %d, the pinned value is %d", name, pl.key, got, pl.partitions, pl.want)
+			}
+			topic := fmt.Sprintf("%s%d", name, pl.partitions)
+			p := producers[pl.partitions]
+			if p == nil {
+				var err error
+				if p, err = pipeline.NewProducer(pipeline.KafkaConfig{Brokers: c.Addrs, Partitioner: tt.partitioner}, topic); err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				producers[pl.partitions] = p
+			}
+			if err := p.Produce(ctx, []stages.Record{{Key: []byte(pl.key), Value: []byte(topic + "/" + pl.key)}}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		topic := fmt.Sprintf("p%d", tt.partitions)
-		if err := newProducer(t, c, topic).Produce(ctx, []stages.Record{{Key: []byte(tt.key), Value: []byte(topic + "/" + tt.key)}}); err != nil {
-			t.Fatal(err)
+		got := map[string]int32{}
+		for _, n := range []int32{6, 16} {
+			for _, r := range readAll(t, c, fmt.Sprintf("%s%d", name, n)) {
+				got[string(r.Value)] = r.Partition
+			}
 		}
-	}
-	got := map[string]int32{}
-	for _, topic := range []string{"p6", "p16"} {
-		for _, r := range readAll(t, c, topic) {
-			got[string(r.Value)] = r.Partition
-		}
-	}
-	for _, tt := range tests {
-		v := fmt.Sprintf("p%d/%s", tt.partitions, tt.key)
-		if p, ok := got[v]; !ok || p != tt.want {
-			t.Errorf("key %q of %d partitions written to %d (found: %v), want %d", tt.key, tt.partitions, p, ok, tt.want)
+		for _, pl := range tt.placed {
+			v := fmt.Sprintf("%s%d/%s", name, pl.partitions, pl.key)
+			if p, ok := got[v]; !ok || p != pl.want {
+				t.Errorf("%s: key %q of %d partitions written to %d (found: %v), want %d", name, pl.key, pl.partitions, p, ok, pl.want)
+			}
 		}
 	}
 }

@@ -100,6 +100,8 @@ var validateHints = map[string]string{
 	"guarantee":                   "use at_least_once (the default) or exactly_once",
 	"transaction_timeout": "write a duration of at least 1s and at most the brokers' transaction.max.timeout.ms " +
 		"(15m by default), or leave it out for 10s",
+	"kafka.partitioner": "use murmur2 (the default: where Java clients put a key), fnv1a (kafka-go's Hash balancer, " +
+		"fencepost's placement up to 0.1) or crc32 (librdkafka's consistent partitioner)",
 }
 
 func validateHint(key string) string {

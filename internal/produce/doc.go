@@ -8,10 +8,11 @@
 //   - Ours: the record batches (format v2, encoded by batchEncoder into
 //     reused buffers, CRC-32C, transactional attribute, null distinct
 //     from empty, optionally compressed: Config.Compression);
-//     partitioning (FNV-1a of the key, the same partition as kafka-go's
-//     Hash balancer picks); the per-partition sequence numbers and their
-//     retry rules; the transaction state machine and every retry or
-//     classification rule of the transaction requests.
+//     partitioning (a keyed record goes where internal/partitioner's
+//     Murmur2 puts it, as with the Java producer, or where the
+//     placement given to ProduceBy does); the per-partition sequence
+//     numbers and their retry rules; the transaction state machine and
+//     every retry or classification rule of the transaction requests.
 //   - kafka-go's: the wire. Requests are kafka-go's protocol types
 //     (rawproduce with our encoded record set, initproducerid,
 //     addpartitionstotxn, addoffsetstotxn, txnoffsetcommit, endtxn,

@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/rawproduce"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -177,11 +178,12 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 
 // Produce writes records to topic with acks=all and returns nil once
 // every one is acknowledged. Records with a key go to the partition
-// kafka-go's Hash balancer picks (FNV-1a of the key, so a key keeps its
-// partition across fencepost versions and kafka-go clients); the records
-// without a key of one call all go to one partition, the next call's to
-// the next (sticky round-robin, for fuller batches). Records of one
-// partition keep their order. A zero Timestamp is the time of the call.
+// partitioner.Murmur2 gives the key (where the Java producer, Kafka
+// Streams and franz-go put it; ProduceBy places them otherwise); the
+// records without a key of one call all go to one partition, the next
+// call's to the next (sticky round-robin, for fuller batches). Records
+// of one partition keep their order. A zero Timestamp is the time of
+// the call.
 //
 // Errors: a record or batch the broker will never accept (too large,
 // invalid) is wrapped with stages.Permanent. The failures of the
@@ -218,6 +220,13 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // be marked Permanent, say a refused batch: the Unavailable mark comes
 // first, the record is not at fault).
 func (p *Producer) Produce(ctx context.Context, topic string, records []stages.Record) error {
+	return p.ProduceBy(ctx, topic, nil, records)
+}
+
+// ProduceBy is Produce with the records that have a key placed by by
+// (nil: partitioner.Murmur2). The records without a key are spread as
+// Produce spreads them, whatever by.
+func (p *Producer) ProduceBy(ctx context.Context, topic string, by partitioner.Func, records []stages.Record) error {
 	if len(records) == 0 {
 		return nil
 	}
@@ -227,7 +236,10 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []stages.R
 		}
 		return err
 	}
-	wrote, _, err := p.produce(ctx, topic, -1, records)
+	if by == nil {
+		by = partitioner.Murmur2
+	}
+	wrote, _, err := p.produce(ctx, topic, by, -1, records)
 	if p.leave(err, wrote) {
 		return txnOver(err)
 	}
@@ -236,10 +248,10 @@ func (p *Producer) Produce(ctx context.Context, topic string, records []stages.R
 
 // produce is one Produce call enter admitted; wrote reports whether
 // something of it may have been written (see Produce).
-func (p *Producer) produce(ctx context.Context, topic string, fixed int32, records []stages.Record) (wrote bool, next int64, err error) {
+func (p *Producer) produce(ctx context.Context, topic string, by partitioner.Func, fixed int32, records []stages.Record) (wrote bool, next int64, err error) {
 	c := callPool.Get().(*call)
 	defer c.release()
-	c.p, c.topic, c.fixed = p, topic, fixed
+	c.p, c.topic, c.by, c.fixed = p, topic, by, fixed
 	if err := c.route(ctx, records); err != nil {
 		return false, -1, destinationError(ctx, err)
 	}
@@ -277,7 +289,8 @@ func (p *Producer) produce(ctx context.Context, topic string, fixed int32, recor
 type call struct {
 	p       *Producer
 	topic   string
-	limit   batchLimit // the topic's batch limit
+	by      partitioner.Func // places the keyed records
+	limit   batchLimit       // the topic's batch limit
 	now     int64
 	assign  []int32 // partition of each record
 	order   []int32 // record indices grouped by partition, stable
@@ -327,7 +340,7 @@ func (c *call) release() {
 		}
 		c.chunks[i] = chunk{}
 	}
-	c.p = nil
+	c.p, c.by = nil, nil
 	c.held = c.held[:0]
 	c.chunks = c.chunks[:0]
 	callPool.Put(c)
@@ -360,7 +373,7 @@ func (c *call) route(ctx context.Context, records []stages.Record) error {
 			}
 			part = sticky
 		} else {
-			part = HashPartition(records[i].Key, n)
+			part = c.by(records[i].Key, n)
 		}
 		c.assign[i] = part
 		c.counts[part]++
@@ -416,23 +429,6 @@ func (c *call) mayHaveWritten() bool {
 		}
 	}
 	return false
-}
-
-// HashPartition is the partition, of n, that kafka-go's Hash balancer
-// gives key: FNV-1a 32 of the key, as an int32, modulo n, made
-// non-negative (Sarama's hashPartitioner). A nil key is not hashed by
-// Produce (it is spread instead); an empty one is.
-func HashPartition(key []byte, n int) int32 {
-	h := uint32(2166136261)
-	for _, b := range key {
-		h ^= uint32(b)
-		h *= 16777619
-	}
-	part := int32(h) % int32(n)
-	if part < 0 {
-		part = -part
-	}
-	return part
 }
 
 // acquire takes the tokens of the touched partitions, in ascending order

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"pgregory.net/rapid"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/internal/kafkawire"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -136,25 +136,9 @@ func TestProduceRoundTripWithKgo(t *testing.T) {
 	}
 }
 
-// TestHashPartitionMatchesKafkaGo: keys go to the partition kafka-go's
-// Hash balancer (what pipeline.Producer uses) picks.
-func TestHashPartitionMatchesKafkaGo(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		key := rapid.SliceOf(rapid.Byte()).Draw(t, "key")
-		n := rapid.IntRange(1, 1000).Draw(t, "partitions")
-		parts := make([]int, n)
-		for i := range parts {
-			parts[i] = i
-		}
-		want := (&kafka.Hash{}).Balance(kafka.Message{Key: key}, parts...)
-		if got := HashPartition(key, n); int(got) != want {
-			t.Fatalf("key %q of %d partitions: %d, kafka-go %d", key, n, got, want)
-		}
-	})
-}
-
 // TestProduceRoutesKeysAndSpreadsUnkeyed: on a 3-broker cluster, keyed
-// records land on their hash partition (in order within it), and the
+// records land on the partition murmur2 gives them, as with the Java
+// producer (in order within it), and the
 // unkeyed records of one call land together on one partition, the next
 // call's on the next.
 func TestProduceRoutesKeysAndSpreadsUnkeyed(t *testing.T) {
@@ -191,7 +175,7 @@ func TestProduceRoutesKeysAndSpreadsUnkeyed(t *testing.T) {
 			unkeyedAt[k] = r.Partition
 			continue
 		}
-		if want := HashPartition(r.Key, 6); r.Partition != want {
+		if want := partitioner.Murmur2(r.Key, 6); r.Partition != want {
 			t.Fatalf("key %s on partition %d, want %d", r.Key, r.Partition, want)
 		}
 		i, _ := strconv.Atoi(string(r.Key))
@@ -202,6 +186,36 @@ func TestProduceRoutesKeysAndSpreadsUnkeyed(t *testing.T) {
 	}
 	if len(unkeyedAt) != 3 || unkeyedAt["0"] == unkeyedAt["1"] || unkeyedAt["1"] == unkeyedAt["2"] {
 		t.Fatalf("unkeyed calls landed on %v, want a different partition per call", unkeyedAt)
+	}
+}
+
+// TestProduceByPlacesKeys: ProduceBy puts each keyed record where the
+// placement it is given says (nil: Murmur2), and spreads the unkeyed
+// ones as Produce does.
+func TestProduceByPlacesKeys(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	p := New(newWire(t, c.Addrs), Config{})
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		by   partitioner.Func
+		want partitioner.Func
+	}{{"default", nil, partitioner.Murmur2}, {"fnv1a", partitioner.FNV1a, partitioner.FNV1a}, {"crc32", partitioner.CRC32, partitioner.CRC32}} {
+		topic := "by-" + tt.name
+		c.CreateTopic(t, topic, 7)
+		recs := numbered(tt.name, 200)
+		recs = append(recs, stages.Record{Key: []byte{}, Value: []byte("empty key")}, stages.Record{Value: []byte("no key")})
+		if err := p.ProduceBy(ctx, topic, tt.by, recs); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range consume(t, c.Addrs, topic, len(recs), false) {
+			if r.Key == nil {
+				continue // spread, not placed
+			}
+			if want := tt.want(r.Key, 7); r.Partition != want {
+				t.Errorf("%s: key %q on partition %d, want %d", tt.name, r.Key, r.Partition, want)
+			}
+		}
 	}
 }
 

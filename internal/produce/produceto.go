@@ -23,7 +23,7 @@ func (p *Producer) ProduceTo(ctx context.Context, topic string, partition int32,
 		}
 		return -1, err
 	}
-	wrote, next, err := p.produce(ctx, topic, partition, records)
+	wrote, next, err := p.produce(ctx, topic, nil, partition, records)
 	if p.leave(err, wrote) {
 		return -1, txnOver(err)
 	}

@@ -68,8 +68,9 @@ func newProduce(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // record; the Produce call gets ctx).
 //
 // A written record has the stage's topic, Partition -1 and Offset -1
-// (the producer picks the partition from the key), the input's
-// timestamp, and the key, value and headers described by the options.
+// (the producer picks the partition from the key: the pipeline's as
+// kafka.partitioner says, murmur2 by default), the input's timestamp,
+// and the key, value and headers described by the options.
 func (s *produce) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
 	e := newEvaluator(ctx, s.t.reads, len(in))
 	batch := make([]stages.Record, 0, len(in))

@@ -23,6 +23,7 @@ const secretConfig = `kafka:
   metadata_max_age: @@
   create_topics: @@
   max_batch_bytes: @@
+  partitioner: @@
 consumer:
   group: @@
   topics: [@@, @@]
