@@ -17,6 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
+	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
+	"github.com/fencepost-dev/fencepost/pipeline"
 )
 
 // produceOptions are produce's flags.
@@ -28,6 +31,9 @@ type produceOptions struct {
 	headers   []string
 	input     string
 	byKey     bool
+	// partitioner places keyed records ("": the file's
+	// kafka.partitioner, else murmur2)
+	partitioner string
 
 	recordHeaders []kgo.RecordHeader // headers, parsed once
 }
@@ -55,7 +61,11 @@ Records go to the partition their key hashes to (records without a key
 fill one partition's batch at a time), to the partition a JSON line names,
 or to --partition, which wins over the lines; --by-key ignores the lines'
 partitions (to replay dead letters, whose partition is the dead-letter
-topic's, into the source topic). A line that cannot be read stops produce
+topic's, into the source topic). A key is placed as --partitioner says:
+murmur2 (where Java clients, Kafka Streams and the processor put it),
+fnv1a (kafka-go's Hash balancer, the processor's placement up to 0.1) or
+crc32 (librdkafka's consistent partitioner); by default as the file's
+kafka.partitioner, else murmur2. A line that cannot be read stops produce
 with an error naming it; the lines before it were written.`,
 		Example: "  echo 'u1:{\"type\":\"purchase\"}' | processor produce --brokers localhost:9092 --topic events --key-separator :\n" +
 			"  processor consume -c app.yaml --topic events -o json | processor produce -c app.yaml --topic events.copy -i json\n" +
@@ -70,6 +80,9 @@ with an error naming it; the lines before it were written.`,
 			}
 			if o.byKey && cmd.Flags().Changed("partition") {
 				return errors.New("--by-key and --partition: give one")
+			}
+			if err := pipeline.Partitioner(o.partitioner).Validate(); err != nil {
+				return fmt.Errorf("--partitioner: %w", err)
 			}
 			if o.input == "json" && (o.keySep != "" || len(o.headers) > 0) {
 				return errors.New("--key-separator and -H are for --input text: a JSON line carries its key and headers")
@@ -92,19 +105,22 @@ with an error naming it; the lines before it were written.`,
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "add the header `KEY=VALUE` to every record (repeatable)")
 	f.StringVarP(&o.input, "input", "i", "text", "text or json (the lines consume --output json prints)")
 	f.BoolVar(&o.byKey, "by-key", false, "choose each record's partition by its key, ignoring the partition of JSON lines")
+	f.StringVar(&o.partitioner, "partitioner", "", "place keyed records with `NAME`: murmur2 (as Java clients), fnv1a (kafka-go's Hash) "+
+		"or crc32 (librdkafka's consistent) (default: the file's kafka.partitioner, else murmur2)")
 	return cmd
 }
 
 func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool) error {
-	parts := &partitionChooser{by: kgo.UniformBytesPartitioner(64<<10, true, true, nil)} // kgo's default for the rest
-	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(parts)}
 	// The cluster first (within --timeout, with the cause if not), then
 	// the topic's max.message.bytes for the producing client's batch
 	// limit: records up to it are written.
-	probe, _, err := o.cluster.client(c, "-produce")
+	probe, file, err := o.cluster.client(c, "-produce")
 	if err != nil {
 		return err
 	}
+	// kgo's default partitioner, with our placement of keyed records
+	parts := &partitionChooser{by: kgo.UniformBytesPartitioner(64<<10, true, true, o.hasher(file))}
+	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(parts)}
 	err = o.cluster.reach(ctx, probe)
 	if err == nil {
 		opts = append(opts, o.cluster.batchLimitOpts(ctx, c, probe, o.topic)...)
@@ -186,6 +202,21 @@ func (c *cli) produce(ctx context.Context, o produceOptions, fixedPartition bool
 	}
 	fmt.Fprintf(c.Stderr, "produced %d record(s) to %q\n", acked, o.topic)
 	return nil
+}
+
+// hasher places keyed records as --partitioner says, else as the
+// configuration file's kafka.partitioner (file is nil without one), else
+// with murmur2.
+func (o *produceOptions) hasher(file *config.Config) kgo.PartitionerHasher {
+	name := o.partitioner
+	if name == "" && file != nil {
+		name = string(file.Pipeline.Kafka.Partitioner)
+	}
+	place, ok := partitioner.ByName(name)
+	if !ok {
+		place = partitioner.Murmur2 // not reached: the flag and the file were validated
+	}
+	return func(key []byte, n int) int { return int(place(key, n)) }
 }
 
 // produceHint says what to check when writing r to topic failed with

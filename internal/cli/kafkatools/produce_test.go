@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/cli/broker"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
 )
 
 // TestProduceJSONTimestampsAndPartitions: produce -i json writes a record
@@ -133,4 +134,55 @@ func TestProduceFailureHints(t *testing.T) {
 			t.Errorf("exit %d, stderr:\n%s\nwant %q", code, errOut, want)
 		}
 	})
+}
+
+// TestProducePartitioner: produce puts each keyed record where
+// --partitioner says, by default where the file's kafka.partitioner
+// says, else with murmur2 (as Java clients); an unknown name is a usage
+// error listing the valid ones.
+func TestProducePartitioner(t *testing.T) {
+	addr := testCluster(t, 7, "p0", "p1", "p2", "p3", "p4")
+	fnvFile := writeFile(t, t.TempDir(), "fnv.yaml", "kafka:\n  brokers: ['"+addr+"']\n  partitioner: fnv1a\n"+
+		"consumer:\n  group: g\n  topics: [in]\npipeline: []\n")
+	var input strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&input, "user-%d:v%d\n", i, i)
+	}
+	ctx := context.Background()
+	for i, tt := range []struct {
+		name  string
+		args  []string
+		place partitioner.Func
+	}{
+		{"default", []string{"--brokers", addr}, partitioner.Murmur2},
+		{"--partitioner fnv1a", []string{"--brokers", addr, "--partitioner", "fnv1a"}, partitioner.FNV1a},
+		{"--partitioner crc32", []string{"--brokers", addr, "--partitioner", "crc32"}, partitioner.CRC32},
+		{"the file's fnv1a", []string{"-c", fnvFile}, partitioner.FNV1a},
+		{"--partitioner over the file's", []string{"-c", fnvFile, "--partitioner", "murmur2"}, partitioner.Murmur2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			topic := fmt.Sprintf("p%d", i)
+			args := append([]string{"produce", "--topic", topic, "--key-separator", ":"}, tt.args...)
+			if code, _, errOut := runCLIInput(ctx, nil, input.String(), args...); code != ExitOK {
+				t.Fatalf("produce: exit %d: %s", code, errOut)
+			}
+			code, out, errOut := runCLI(ctx, nil, "consume", "--brokers", addr, "--topic", topic, "-o", "json")
+			if code != ExitOK {
+				t.Fatalf("consume: exit %d: %s", code, errOut)
+			}
+			recs := jsonLines(t, out)
+			if len(recs) != 100 {
+				t.Fatalf("consumed %d records, want 100", len(recs))
+			}
+			for _, r := range recs {
+				if want := tt.place([]byte(*r.Key), 7); r.Partition != want {
+					t.Errorf("key %s on partition %d, want %d", *r.Key, r.Partition, want)
+				}
+			}
+		})
+	}
+	code, _, errOut := runCLIInput(ctx, nil, "k:v\n", "produce", "--brokers", addr, "--topic", "p0", "-K", ":", "--partitioner", "fnv")
+	if code != ExitUsage || !strings.Contains(errOut, `--partitioner: "fnv" is not a partitioner: use murmur2 (the default), fnv1a or crc32`) {
+		t.Errorf("--partitioner fnv: exit %d, stderr %q", code, errOut)
+	}
 }
