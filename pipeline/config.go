@@ -137,7 +137,8 @@ const (
 	PartitionerMurmur2 Partitioner = "murmur2"
 	// PartitionerFNV1a puts a key where kafka-go's Hash balancer does
 	// (FNV-1a 32 of the key, read as a signed number, its remainder by
-	// the partition count made non-negative): where fencepost up to 0.1
+	// the partition count made non-negative), and so Sarama's default
+	// hash partitioner and librdkafka's fnv1a: where fencepost up to 0.1
 	// put keys, for topics whose readers rely on that placement.
 	PartitionerFNV1a Partitioner = "fnv1a"
 	// PartitionerCRC32 puts a key where librdkafka's consistent

@@ -59,7 +59,8 @@ func Murmur2(key []byte, n int) int32 {
 // FNV1a places key where kafka-go's Hash balancer does, which is where
 // fencepost placed keyed records up to version 0.1: the 32-bit FNV-1a
 // hash of the key read as a signed number, its remainder by n, negated
-// when negative (the arithmetic of Sarama's hash partitioner).
+// when negative. Sarama's default hash partitioner and librdkafka's
+// fnv1a put a key on the same partition.
 func FNV1a(key []byte, n int) int32 {
 	p := int32(fnv1a(key)) % int32(n)
 	if p < 0 {

@@ -100,14 +100,24 @@ func TestMurmur2MatchesFranzGo(t *testing.T) {
 }
 
 // TestFNV1aMatchesKafkaGoHash: FNV1a gives the partition kafka-go's Hash
-// balancer (what fencepost placed keys with before murmur2) gives, and
-// franz-go's Sarama-compatible hasher with FNV-1a.
+// balancer (what fencepost placed keys with before murmur2) gives,
+// franz-go's Sarama-compatible hasher with FNV-1a, and librdkafka's fnv1a
+// partitioner as its source defines it (the hash as a signed number made
+// non-negative, then its unsigned remainder: the same partition, as
+// truncated division makes -(h % n) equal to |h| % n).
 func TestFNV1aMatchesKafkaGoHash(t *testing.T) {
 	sarama := kgo.SaramaCompatHasher(func(b []byte) uint32 {
 		h := fnv.New32a()
 		_, _ = h.Write(b)
 		return h.Sum32()
 	})
+	librdkafka := func(key []byte, n int) int32 {
+		h := int32(fnv1a(key))
+		if h < 0 {
+			h = -h // math.MinInt32 stays itself, read as 1<<31 below
+		}
+		return int32(uint32(h) % uint32(n))
+	}
 	for _, n := range partitionCounts {
 		parts := partitionsUpTo(n)
 		for _, key := range testKeys() {
@@ -117,6 +127,9 @@ func TestFNV1aMatchesKafkaGoHash(t *testing.T) {
 			}
 			if want := sarama(key, n); int(got) != want {
 				t.Fatalf("key %x of %d partitions: FNV1a %d, franz-go's SaramaCompatHasher %d", key, n, got, want)
+			}
+			if want := librdkafka(key, n); got != want {
+				t.Fatalf("key %x of %d partitions: FNV1a %d, librdkafka's fnv1a %d", key, n, got, want)
 			}
 		}
 	}
