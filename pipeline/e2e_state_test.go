@@ -80,12 +80,17 @@ func changelogFold(t *testing.T, c *kafkatest.Kafka, topic string) map[string]in
 // TestStateSurvivesRestore counts records per value in a store, at both
 // guarantees, over three runs: the first on an empty disk, the second on
 // another empty disk (everything restores from the changelog), the third
-// on the second's disk (only the tail restores). After each, the
+// on the second's disk (only the tail restores); and with the stores in
+// memory (every run restores everything). After each, the
 // changelog read read_committed holds exactly the count of every value
 // in every partition: nothing lost, nothing counted twice.
 func TestStateSurvivesRestore(t *testing.T) {
-	for _, g := range []pipeline.Guarantee{pipeline.AtLeastOnce, pipeline.ExactlyOnce} {
-		t.Run(string(g), func(t *testing.T) {
+	for _, tc := range []struct {
+		g     pipeline.Guarantee
+		store string
+	}{{pipeline.AtLeastOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreMemory}} {
+		g := tc.g
+		t.Run(string(g)+"/"+tc.store, func(t *testing.T) {
 			c := kafkatest.New(t, 1).Kafka
 			const partitions, keys = 2, 7
 			in, group := c.Name("state-in"), c.Name("g-state")
@@ -109,6 +114,7 @@ func TestStateSurvivesRestore(t *testing.T) {
 				cfg := fastConfig(c, group, in)
 				cfg.Guarantee = g
 				cfg.State.Dir = dir
+				cfg.State.Store = tc.store
 				r := start(t, cfg, pipeline.WithStage("count", counter{}))
 				waitFor(t, 30*time.Second, "every offset committed", func() bool {
 					got := c.Committed(t, group, in)

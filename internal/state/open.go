@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -27,7 +28,8 @@ type Storage struct {
 	// Log, if set, gets pebble's error messages.
 	Log func(msg string)
 
-	memfs vfs.FS
+	memOnce sync.Once
+	memfs   vfs.FS
 }
 
 // Opened says what an open found locally, for the log.
@@ -46,9 +48,8 @@ func (s *Storage) path(id Identity) string {
 
 func (s *Storage) fs() vfs.FS {
 	if s.Memory {
-		if s.memfs == nil {
-			s.memfs = vfs.NewMem()
-		}
+		// partitions open their stores concurrently
+		s.memOnce.Do(func() { s.memfs = vfs.NewMem() })
 		return s.memfs
 	}
 	return vfs.Default

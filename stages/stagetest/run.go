@@ -115,6 +115,9 @@ type Runner struct {
 	BatchSize int
 	// Timeout is the processing timeout of one stage call; 0: none.
 	Timeout time.Duration
+	// State holds the stores of stateful stages (stages.Stateful) across
+	// Runs; nil gives each Run an empty State of its own.
+	State *State
 }
 
 // T is what Run needs of a test: *testing.T, *testing.B, *testing.F and
@@ -174,6 +177,19 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, named []Named
 	})
 
 	chk := newChecker(named)
+	var units process.UnitState
+	if stores, err := declaredStores(named); err != nil {
+		chk.violate("%v", err)
+	} else if len(stores) > 0 {
+		if rn.KeyOrdering {
+			chk.violate("stages with state (stores %v) need partition ordering: a pipeline refuses ordering: key with them", stores)
+		}
+		st := rn.State
+		if st == nil {
+			st = NewState()
+		}
+		units = st.unitState(stores)
+	}
 	sink := &memorySink{next: rn.Policy.DeadLetters, got: map[Partition][]stages.Record{}, chk: chk}
 	backoff := rn.Policy.Backoff
 	if backoff <= 0 {
@@ -204,7 +220,7 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, named []Named
 			batch = batch[n:]
 		}
 	}
-	completions := runProcessor(ctx, rn, chain, msg)
+	completions := runProcessor(ctx, rn, chain, msg, units)
 
 	res := Result{Marks: map[Partition]int64{}, Stopped: map[Partition]error{}}
 	for _, tp := range tps {
@@ -253,12 +269,12 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, named []Named
 
 // runProcessor runs the batches through the pipeline's processor and
 // returns the completions by partition.
-func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg process.Message) map[Partition][]process.Completion {
+func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg process.Message, units process.UnitState) map[Partition][]process.Completion {
 	conc := rn.Concurrency
 	if conc <= 0 {
 		conc = 4
 	}
-	p := process.NewStep(process.Config{Chain: chain, Concurrency: conc, KeyOrdering: rn.KeyOrdering})
+	p := process.NewStep(process.Config{Chain: chain, Concurrency: conc, KeyOrdering: rn.KeyOrdering, State: units})
 	in := make(chan process.Message, 1)
 	out := make(chan *process.Report)
 	in <- msg
