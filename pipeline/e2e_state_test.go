@@ -109,6 +109,7 @@ func TestStateSurvivesRestore(t *testing.T) {
 				produced += per
 			}
 			dirs := []string{t.TempDir(), t.TempDir()}
+			var written []int64 // changelog records each run wrote
 			for run, dir := range []string{dirs[0], dirs[1], dirs[1]} {
 				produce(100 + 50*run)
 				cfg := fastConfig(c, group, in)
@@ -123,6 +124,21 @@ func TestStateSurvivesRestore(t *testing.T) {
 				if err := r.shutdown(t); err != nil {
 					t.Fatalf("run %d: %v", run, err)
 				}
+				s, _ := r.p.Stats(context.Background()) // the counters, after the run
+				// what a restore must read: nothing on an empty
+				// changelog or on the disk of the run before, the
+				// changelog of the earlier runs on an empty disk
+				wantRestored := int64(0)
+				if run == 1 || (run == 2 && tc.store == pipeline.StoreMemory) {
+					for _, n := range written {
+						wantRestored += n
+					}
+				}
+				if s.State.RestoredRecords != wantRestored || s.State.Restores < partitions || s.State.ChangelogRecords == 0 {
+					t.Fatalf("run %d: restored %d records in %d restores, wrote %d changes; want %d restored (earlier runs wrote %v) in at least %d restores",
+						run, s.State.RestoredRecords, s.State.Restores, s.State.ChangelogRecords, wantRestored, written, partitions)
+				}
+				written = append(written, s.State.ChangelogRecords)
 				if got := changelogFold(t, c, group+"-counts-changelog"); !maps.Equal(got, want) {
 					t.Fatalf("run %d: the changelog folds to %v, want %v", run, got, want)
 				}

@@ -278,7 +278,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 	w.state = state.NewManager(state.Config{
 		Group: cfg.Consumer.Group, Stores: p.storeNames, Storage: w.storage,
 		Writer: changelogWriter{write: prod.ProduceTo}, Reader: w.reader,
-		Transactional: w.txn != nil, Log: p.log,
+		Transactional: w.txn != nil, Log: p.log, Counters: &p.stats.state,
 	})
 	return nil
 }

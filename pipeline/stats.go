@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/fencepost-dev/fencepost/internal/state"
 )
 
 // Stats are a pipeline's counters and the state of its partitions.
@@ -68,8 +70,24 @@ type Stats struct {
 	// its partitions (kafka.metadata_max_age, at least 1s, +
 	// consumer.session_timeout + consumer.rebalance_timeout).
 	UnassignedGrace time.Duration
+	// State is what the stores of stateful stages did (zero without
+	// them).
+	State StateStats
 	// Partitions is the state of every partition assigned now.
 	Partitions []PartitionStatus
+}
+
+// StateStats are the figures of a pipeline's stores.
+type StateStats struct {
+	// Restoring is how many store partitions are being restored from
+	// their changelogs now (their input partition waits), and
+	// RestoreLeft how many changelog offsets they have left.
+	Restoring, RestoreLeft int64
+	// Restores counts finished restores; RestoredRecords and
+	// RestoredBytes (keys and values) what they read.
+	Restores, RestoredRecords, RestoredBytes int64
+	// ChangelogRecords counts the changes written to changelogs.
+	ChangelogRecords int64
 }
 
 // Unassigned says how long the pipeline has held no partition at now
@@ -95,6 +113,8 @@ type pipelineStats struct {
 	// partitions held), set by the member; grace is UnassignedGrace.
 	unassigned atomic.Int64
 	grace      atomic.Int64
+	// state counts what the stores did (state.Manager writes it).
+	state state.Counters
 }
 
 // unavailable takes a process.Chain's OnUnavailable report.
@@ -136,5 +156,10 @@ func (s *pipelineStats) snapshot() Stats {
 		StuckCalls:          s.stuck.Load(),
 		WaitingForOutput:    s.waiting.Load(),
 		OutputError:         outputErr,
+		State: StateStats{
+			Restoring: s.state.Restoring.Load(), RestoreLeft: s.state.RestoreLeft.Load(),
+			Restores: s.state.Restores.Load(), RestoredRecords: s.state.Restored.Load(),
+			RestoredBytes: s.state.RestoredBytes.Load(), ChangelogRecords: s.state.Changes.Load(),
+		},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -40,8 +41,20 @@ type Config struct {
 	// Backoff is the first wait before a failed changelog write or
 	// restore is tried again (doubling up to 5s). Default 100ms.
 	Backoff time.Duration
-	// OnRestored, if set, is called after each restore.
-	OnRestored func(store string, partition int32, r Restored, took time.Duration)
+	// Counters, if set, is where the Manager counts; the caller reads it.
+	Counters *Counters
+}
+
+// Counters are a Manager's figures, safe to read from any goroutine.
+type Counters struct {
+	// Restoring is how many store partitions are restoring now, and
+	// RestoreLeft how many changelog offsets they have left.
+	Restoring, RestoreLeft atomic.Int64
+	// Restored counts the changelog records and bytes (keys and values)
+	// restored; Restores the restores that ended.
+	Restored, RestoredBytes, Restores atomic.Int64
+	// Changes counts the changes written to changelogs.
+	Changes atomic.Int64
 }
 
 // Manager owns a run's stores: it opens and restores a partition's stores
@@ -91,6 +104,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
+	}
+	if cfg.Counters == nil {
+		cfg.Counters = &Counters{}
 	}
 	return &Manager{cfg: cfg, parts: map[offsetstore.TopicPartition]*partState{}}
 }
@@ -162,20 +178,38 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 		ps.stores[name] = p
 	}
 	backoff := m.cfg.Backoff
+	c := m.cfg.Counters
+	c.Restoring.Add(1)
+	defer c.Restoring.Add(-1)
 	for {
-		began := time.Now()
-		restored, res, err := Restore(ctx, m.cfg.Storage, p, m.cfg.Reader, nil)
+		began, lastLog := time.Now(), time.Now()
+		var counted Restored
+		var left int64
+		progress := func(r Restored, end int64) {
+			c.Restored.Add(r.Records - counted.Records)
+			c.RestoredBytes.Add(r.Bytes - counted.Bytes)
+			c.RestoreLeft.Add(max(end-r.To, 0) - left)
+			counted, left = r, max(end-r.To, 0)
+			if time.Since(lastLog) >= 10*time.Second {
+				lastLog = time.Now()
+				m.cfg.Log.Info("state: restoring", zap.String("store", name), zap.Int32("partition", partition),
+					zap.Int64("at", r.To), zap.Int64("end", end), zap.Int64("records", r.Records),
+					zap.Float64("records_per_second", float64(r.Records)/time.Since(began).Seconds()))
+			}
+		}
+		restored, res, err := Restore(ctx, m.cfg.Storage, p, m.cfg.Reader, progress)
+		c.RestoreLeft.Add(-left)
 		if restored != nil {
 			ps.stores[name], p = restored, restored
 		}
 		if err == nil {
+			c.Restores.Add(1)
 			if res.Records > 0 || res.Wiped {
+				took := time.Since(began)
 				m.cfg.Log.Info("state: restored", zap.String("store", name), zap.Int32("partition", partition),
 					zap.Int64("from", res.From), zap.Int64("to", res.To), zap.Int64("records", res.Records),
-					zap.Bool("rebuilt", res.Wiped), zap.Duration("took", time.Since(began)))
-			}
-			if m.cfg.OnRestored != nil {
-				m.cfg.OnRestored(name, partition, res, time.Since(began))
+					zap.Int64("bytes", res.Bytes), zap.Bool("rebuilt", res.Wiped), zap.Duration("took", took),
+					zap.Float64("records_per_second", float64(res.Records)/max(took.Seconds(), 1e-9)))
 			}
 			return nil
 		}
@@ -226,6 +260,7 @@ func (m *Manager) End(ctx context.Context, tp offsetstore.TopicPartition, finish
 			p.DiscardDirty()
 			return err
 		}
+		m.cfg.Counters.Changes.Add(int64(len(recs)))
 		if m.cfg.Transactional {
 			p.Stage()
 			if next >= 0 {

@@ -83,12 +83,17 @@ func (m *monitor) progress(ctx context.Context, now time.Time, elapsed time.Dura
 		m.log.Info("progress", zap.Int64("processed", s.RecordsProcessed), zap.Float64("records_per_second", rate),
 			zap.String("lag", lagText), zap.Int("partitions", len(s.Partitions)), zap.Int64("stopped_partitions", s.StoppedPartitions),
 			zap.Int64("filtered", filtered), zap.Int64("produced", produced), zap.Int64("dead_letters", s.DeadLetters),
-			zap.Int64("resets", s.Resets), zap.Int64("buffered_bytes", s.BufferedBytes))
+			zap.Int64("resets", s.Resets), zap.Int64("buffered_bytes", s.BufferedBytes),
+			zap.Int64("restoring_partitions", s.State.Restoring), zap.Int64("restore_left", s.State.RestoreLeft))
 		return
 	}
-	fmt.Fprintf(m.out, "[%6s] processed %d (%.1f/s) | lag %s | partitions %d (stopped %d) | filtered %d | produced %d | dead letters %d | resets %d | buffered %s\n",
+	restoring := ""
+	if s.State.Restoring > 0 {
+		restoring = fmt.Sprintf(" | restoring %d store partition(s), %d records left", s.State.Restoring, s.State.RestoreLeft)
+	}
+	fmt.Fprintf(m.out, "[%6s] processed %d (%.1f/s) | lag %s | partitions %d (stopped %d) | filtered %d | produced %d | dead letters %d | resets %d | buffered %s%s\n",
 		elapsed.Truncate(time.Second), s.RecordsProcessed, rate, lagText, len(s.Partitions), s.StoppedPartitions,
-		filtered, produced, s.DeadLetters, s.Resets, humanBytes(s.BufferedBytes))
+		filtered, produced, s.DeadLetters, s.Resets, humanBytes(s.BufferedBytes), restoring)
 }
 
 // committedLag is the group's lag by its committed offsets: what a

@@ -23,6 +23,8 @@ type statsCollector struct {
 	assigned, stopped, stuck, lagProcessed, lagCommitted  *prometheus.Desc
 	committedOffset, buildInfo, fetchesInFlight, waiting  *prometheus.Desc
 
+	restoring, restoreLeft, restored, restoredBytes, changelog *prometheus.Desc
+
 	build prometheus.Metric // buildInfo's one series: its labels never change
 }
 
@@ -48,6 +50,11 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler, version string) *s
 		lagCommitted:    d("consumer_committed_lag_records", "Records between the committed offset (the log start if none) and the high watermark, per assigned partition: what a crash would process again.", tp...),
 		committedOffset: d("committed_offset", "Last offset committed, per assigned partition (absent until the first commit or a committed offset found at assignment).", tp...),
 		fetchesInFlight: d("fetches_in_flight", "Fetch requests in flight now: at most fetch_concurrency per broker leading assigned partitions."),
+		restoring:       d("state_restoring_partitions", "Store partitions being restored from their changelogs now (their input partitions wait)."),
+		restoreLeft:     d("state_restore_left_records", "Changelog offsets the running restores have left to read."),
+		restored:        d("state_restored_records_total", "Changelog records restored into stores."),
+		restoredBytes:   d("state_restored_bytes_total", "Key and value bytes restored into stores."),
+		changelog:       d("state_changelog_records_total", "State changes written to changelog topics."),
 		buildInfo:       d("build_info", "The processor's version, Go version and Kafka client version; always 1.", "version", "go", "kafka_go"),
 	}
 	c.build = prometheus.MustNewConstMetric(c.buildInfo, prometheus.GaugeValue, 1, version, runtime.Version(), kafkaGoVersion())
@@ -57,7 +64,8 @@ func newStatsCollector(p *pipeline.Pipeline, lag *lagSampler, version string) *s
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.processed, c.deadLettered, c.stale, c.buffered, c.maxBuffered, c.assigned,
-		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo, c.fetchesInFlight, c.waiting} {
+		c.stopped, c.stuck, c.lagProcessed, c.lagCommitted, c.committedOffset, c.buildInfo, c.fetchesInFlight, c.waiting,
+		c.restoring, c.restoreLeft, c.restored, c.restoredBytes, c.changelog} {
 		ch <- d
 	}
 }
@@ -83,6 +91,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.stuck, s.StuckCalls)
 	gauge(c.waiting, s.WaitingForOutput)
 	gauge(c.fetchesInFlight, s.FetchesInFlight)
+	gauge(c.restoring, s.State.Restoring)
+	gauge(c.restoreLeft, s.State.RestoreLeft)
+	counter(c.restored, s.State.RestoredRecords)
+	counter(c.restoredBytes, s.State.RestoredBytes)
+	counter(c.changelog, s.State.ChangelogRecords)
 	ch <- c.build
 	for _, ps := range s.Partitions {
 		if ps.Committed >= 0 {
