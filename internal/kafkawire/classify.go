@@ -10,8 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Class is what a partition's step does about an error from the broker
-// or the wire: the one classification the fetch and resolve steps share.
+// Class is what an error from a broker or the wire means to the request
+// that got it: the one classification the fetch and resolve steps, the
+// producer, the group member and the command-line tools share. Each
+// caller maps a class to its own action (the fetch step to an Outcome,
+// the producer to stages.Permanent or stages.Unavailable, the group
+// member to a rejoin or a stop); where one needs a finer decision for a
+// code of a class, it says so next to its mapping.
 type Class uint8
 
 const (
@@ -25,14 +30,53 @@ const (
 	// (FENCED_LEADER_EPOCH), or the topic is unknown to it: refresh the
 	// metadata and route the partition again.
 	StaleMetadata
+	// NotCoordinator: the group or transaction coordinator moved, is not
+	// available or is still loading (NOT_COORDINATOR,
+	// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS): find the
+	// coordinator again and retry. StaleMetadata's counterpart for
+	// requests to a coordinator rather than to a partition's leader.
+	NotCoordinator
 	// Retriable: a transient error (network, timeout, a broker busy or
-	// behind our metadata, UNKNOWN_LEADER_EPOCH): back off and retry the
-	// same request.
+	// behind our metadata, UNKNOWN_LEADER_EPOCH, not enough replicas): back
+	// off and retry the same request.
 	Retriable
+	// Permanent: the broker refuses the records themselves (too large,
+	// invalid, corrupt, refused by the topic's policy): sending the same
+	// records again gets the same answer. A produce gives them up
+	// (dead-letters them); a fetch, which only a corrupt record can
+	// answer so, treats it as Fatal.
+	Permanent
+	// Fencing: another instance holds this one's identity: a producer
+	// with the same transactional id initialized after ours
+	// (PRODUCER_FENCED, TRANSACTION_COORDINATOR_FENCED), our producer
+	// epoch is stale (INVALID_PRODUCER_EPOCH: a newer producer, or the
+	// coordinator bumped the producer epoch after a transaction time-out),
+	// or another member joined with our group.instance.id
+	// (FENCED_INSTANCE_ID). The work belongs to the other instance.
+	// FENCED_MEMBER_EPOCH is not here: the group coordinator, not
+	// another instance, ended that member's membership (StaleMember).
+	Fencing
+	// StaleMember: the group member's membership or generation is no
+	// longer current (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+	// FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, REBALANCE_IN_PROGRESS): its
+	// commits are refused; it joins again.
+	StaleMember
+	// ProducerState: the broker's state of this producer id does not
+	// match the batch's sequence number (OUT_OF_ORDER_SEQUENCE_NUMBER,
+	// UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_ID_MAPPING; and
+	// DUPLICATE_SEQUENCE_NUMBER, a batch written before, which the
+	// producer takes as written).
+	ProducerState
 	// Fatal: an error that retrying will not fix until an operator acts
-	// (authorization, a corrupt record, an unsupported version, TLS
-	// trust, SASL).
+	// (authorization, an unsupported version or compression, an invalid
+	// topic name or group setting, TLS trust, SASL).
 	Fatal
+	// Unexpected: a code the table does not name and Kafka does not
+	// mark retriable (UNKNOWN_SERVER_ERROR, INVALID_REQUEST, a code newer
+	// than this table). The fetch and resolve steps retry it with backoff
+	// (and log it) rather than stop a partition; the producer gives the
+	// batch up without marking the error.
+	Unexpected
 )
 
 func (c Class) String() string {
@@ -43,59 +87,144 @@ func (c Class) String() string {
 		return "offset_out_of_range"
 	case StaleMetadata:
 		return "stale_metadata"
+	case NotCoordinator:
+		return "not_coordinator"
 	case Retriable:
 		return "retriable"
+	case Permanent:
+		return "permanent"
+	case Fencing:
+		return "fencing"
+	case StaleMember:
+		return "stale_member"
+	case ProducerState:
+		return "producer_state"
 	case Fatal:
 		return "fatal"
+	case Unexpected:
+		return "unexpected"
 	}
 	return "Class(?)"
 }
 
-// staleMetadata are the codes a metadata refresh fixes. The leader moved
-// (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE,
-// PREFERRED_LEADER_NOT_AVAILABLE), its log directory failed over
-// (KAFKA_STORAGE_ERROR), our leader epoch is older than the broker's
-// (FENCED_LEADER_EPOCH), or the broker does not know the topic yet
-// (UNKNOWN_TOPIC_OR_PARTITION: a new topic reaches the brokers one by
-// one). UNKNOWN_LEADER_EPOCH is not here: it says the broker is behind
-// our metadata, so the same request is retried (KIP-320).
-var staleMetadata = map[int16]bool{
-	kerr.UnknownTopicOrPartition.Code:     true,
-	kerr.LeaderNotAvailable.Code:          true,
-	kerr.NotLeaderForPartition.Code:       true,
-	kerr.ReplicaNotAvailable.Code:         true,
-	kerr.KafkaStorageError.Code:           true,
-	kerr.PreferredLeaderNotAvailable.Code: true,
-	kerr.FencedLeaderEpoch.Code:           true,
+// codes is the one table: the class of every Kafka error code a request
+// of this module acts on by name. A code not in it is Retriable if Kafka
+// marks it retriable (kerr's Retriable, as Kafka's own clients), and
+// Unexpected otherwise.
+//
+// Notes on the rows a reader may not expect:
+//   - UNKNOWN_TOPIC_OR_PARTITION is StaleMetadata: a new topic reaches
+//     the brokers one by one. The producer gives a topic that stays
+//     unknown up after its attempts (the destination, not the records).
+//   - KAFKA_STORAGE_ERROR is StaleMetadata: the partition's log directory
+//     failed over, its leader moves.
+//   - UNKNOWN_LEADER_EPOCH is Retriable, not StaleMetadata: the broker is
+//     behind our metadata, so the same request is retried (KIP-320).
+//   - CORRUPT_MESSAGE is Permanent: the batch itself is refused (a
+//     checksum, a null key for a compacted topic); sending the same bytes
+//     again gets the same answer.
+//   - REBALANCE_IN_PROGRESS is StaleMember: a commit under the ending
+//     generation is refused. The group member itself keeps its
+//     partitions and joins the new generation (see internal/group).
+//   - TOPIC_AUTHORIZATION_FAILED and INVALID_TOPIC_EXCEPTION are Fatal:
+//     the producer, for which they concern one destination topic rather
+//     than the client, holds the records and retries (a *SinkError).
+var codes = map[int16]Class{
+	kerr.OffsetOutOfRange.Code: OutOfRange,
+
+	kerr.UnknownTopicOrPartition.Code:     StaleMetadata,
+	kerr.LeaderNotAvailable.Code:          StaleMetadata,
+	kerr.NotLeaderForPartition.Code:       StaleMetadata,
+	kerr.ReplicaNotAvailable.Code:         StaleMetadata,
+	kerr.KafkaStorageError.Code:           StaleMetadata,
+	kerr.PreferredLeaderNotAvailable.Code: StaleMetadata,
+	kerr.FencedLeaderEpoch.Code:           StaleMetadata,
+
+	kerr.NotCoordinator.Code:            NotCoordinator,
+	kerr.CoordinatorNotAvailable.Code:   NotCoordinator,
+	kerr.CoordinatorLoadInProgress.Code: NotCoordinator,
+
+	kerr.RequestTimedOut.Code:              Retriable,
+	kerr.BrokerNotAvailable.Code:           Retriable,
+	kerr.NetworkException.Code:             Retriable,
+	kerr.NotEnoughReplicas.Code:            Retriable,
+	kerr.NotEnoughReplicasAfterAppend.Code: Retriable,
+	kerr.UnknownLeaderEpoch.Code:           Retriable,
+	kerr.OffsetNotAvailable.Code:           Retriable,
+	kerr.UnstableOffsetCommit.Code:         Retriable, // a transaction of the group's is still open
+	kerr.ConcurrentTransactions.Code:       Retriable, // the previous transaction is still completing
+	kerr.UnreleasedInstanceID.Code:         Retriable, // the member's previous incarnation has not left yet
+	kerr.ThrottlingQuotaExceeded.Code:      Retriable,
+
+	kerr.MessageTooLarge.Code:             Permanent,
+	kerr.RecordListTooLarge.Code:          Permanent,
+	kerr.InvalidRecord.Code:               Permanent,
+	kerr.InvalidTimestamp.Code:            Permanent,
+	kerr.PolicyViolation.Code:             Permanent,
+	kerr.UnsupportedForMessageFormat.Code: Permanent,
+	kerr.CorruptMessage.Code:              Permanent,
+
+	kerr.ProducerFenced.Code:               Fencing,
+	kerr.TransactionCoordinatorFenced.Code: Fencing,
+	kerr.InvalidProducerEpoch.Code:         Fencing,
+	kerr.FencedInstanceID.Code:             Fencing,
+
+	kerr.UnknownMemberID.Code:     StaleMember,
+	kerr.IllegalGeneration.Code:   StaleMember,
+	kerr.FencedMemberEpoch.Code:   StaleMember,
+	kerr.StaleMemberEpoch.Code:    StaleMember,
+	kerr.RebalanceInProgress.Code: StaleMember,
+
+	kerr.OutOfOrderSequenceNumber.Code: ProducerState,
+	kerr.UnknownProducerID.Code:        ProducerState,
+	kerr.InvalidProducerIDMapping.Code: ProducerState,
+	kerr.DuplicateSequenceNumber.Code:  ProducerState,
+
+	kerr.TopicAuthorizationFailed.Code:           Fatal,
+	kerr.GroupAuthorizationFailed.Code:           Fatal,
+	kerr.ClusterAuthorizationFailed.Code:         Fatal,
+	kerr.TransactionalIDAuthorizationFailed.Code: Fatal,
+	kerr.SaslAuthenticationFailed.Code:           Fatal,
+	kerr.UnsupportedSaslMechanism.Code:           Fatal,
+	kerr.IllegalSaslState.Code:                   Fatal,
+	kerr.UnsupportedVersion.Code:                 Fatal,
+	kerr.UnsupportedCompressionType.Code:         Fatal,
+	kerr.InvalidTopicException.Code:              Fatal,
+	kerr.InvalidTransactionTimeout.Code:          Fatal,
+	kerr.InconsistentGroupProtocol.Code:          Fatal,
+	kerr.InvalidSessionTimeout.Code:              Fatal,
+	kerr.GroupMaxSizeReached.Code:                Fatal,
+	kerr.UnsupportedAssignor.Code:                Fatal,
 }
 
-// fatal are the codes no retry fixes.
-var fatal = map[int16]bool{
-	kerr.CorruptMessage.Code:             true,
-	kerr.TopicAuthorizationFailed.Code:   true,
-	kerr.ClusterAuthorizationFailed.Code: true,
-	kerr.UnsupportedVersion.Code:         true,
-	kerr.UnsupportedCompressionType.Code: true,
-	kerr.SaslAuthenticationFailed.Code:   true,
-	kerr.UnsupportedSaslMechanism.Code:   true,
-	kerr.IllegalSaslState.Code:           true,
-}
-
-// ClassifyCode classifies a Kafka error code (0 is OK). A code not named
-// above is Retriable: Kafka adds codes, and an unknown one is retried
-// with backoff (and logged) rather than stopping a partition.
+// ClassifyCode classifies a Kafka error code (0 is OK): by the table
+// above, else Retriable if Kafka marks the code retriable, else
+// Unexpected.
 func ClassifyCode(code int16) Class {
-	switch {
-	case code == 0:
+	if code == 0 {
 		return OK
-	case code == kerr.OffsetOutOfRange.Code:
-		return OutOfRange
-	case staleMetadata[code]:
-		return StaleMetadata
-	case fatal[code]:
-		return Fatal
 	}
-	return Retriable
+	if c, ok := codes[code]; ok {
+		return c
+	}
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && e.Code == code && e.Retriable {
+		return Retriable
+	}
+	return Unexpected
+}
+
+// Code returns the Kafka error code err carries (franz-go's *kerr.Error
+// or kafka-go's kafka.Error, wrapped or not), and whether it carries one.
+func Code(err error) (int16, bool) {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code, true
+	}
+	var ge kafka.Error
+	if errors.As(err, &ge) {
+		return int16(ge), true
+	}
+	return 0, false
 }
 
 // Classify classifies an error of a request: a broker error (franz-go's
@@ -108,13 +237,8 @@ func Classify(err error) Class {
 	if err == nil {
 		return OK
 	}
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ClassifyCode(ke.Code)
-	}
-	var ge kafka.Error
-	if errors.As(err, &ge) {
-		return ClassifyCode(int16(ge))
+	if code, ok := Code(err); ok {
+		return ClassifyCode(code)
 	}
 	var (
 		ne       net.Error
