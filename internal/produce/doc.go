@@ -12,7 +12,10 @@
 //     Murmur2 puts it, as with the Java producer, or where the
 //     placement given to ProduceBy does); the per-partition sequence
 //     numbers and their retry rules; the transaction state machine and
-//     every retry or classification rule of the transaction requests.
+//     every retry rule of the transaction requests. Error codes are
+//     classified by the table every caller shares
+//     (kafkawire.ClassifyCode); what a produce or a transaction request
+//     does with each class is here.
 //   - kafka-go's: the wire. Requests are kafka-go's protocol types
 //     (rawproduce with our encoded record set, initproducerid,
 //     addpartitionstotxn, addoffsetstotxn, txnoffsetcommit, endtxn,
@@ -40,8 +43,9 @@
 // offsets, with the member's generation, member id and instance id),
 // Commit or Abort. Errors the caller acts on: ErrProducerFenced (stop:
 // another instance owns the id), *AbortableError (Abort, then redo the
-// work from the committed offsets), *FatalError (configuration or
-// permission), *SinkError (the topic is missing or may not be written).
+// work from the committed offsets), *FatalError (configuration,
+// permission, a version or compression the broker does not support),
+// *SinkError (the topic is missing or may not be written).
 // As pipeline.Producer documents (it is this producer, idempotent),
 // Produce marks the failures of the destination rather than of the
 // records (a *SinkError, transient errors past MaxAttempts)

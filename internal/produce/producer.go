@@ -185,16 +185,19 @@ func (t *TopicProducer) Produce(ctx context.Context, records []stages.Record) er
 // of one partition keep their order. A zero Timestamp is the time of
 // the call.
 //
-// Errors: a record or batch the broker will never accept (too large,
-// invalid) is wrapped with stages.Permanent. The failures of the
-// destination rather than of the records are marked stages.Unavailable
-// (the process chain then holds the partition and retries the call
-// instead of dead-lettering its records), unless ctx ended: a topic that
-// does not exist or may not be written (a *SinkError), transient errors
-// that outlasted MaxAttempts (no leader, not enough replicas, time-outs,
-// the network), no permission to write idempotently (a *FatalError).
-// Anything else (ctx ending, an unexpected answer) is returned as is and
-// the caller may retry the call. Records of partitions that succeeded
+// Errors are classified by the shared table (kafkawire.Class; actionFor
+// has the produce's own decisions): a record or batch the broker will
+// never accept (too large, invalid, corrupt) is wrapped with
+// stages.Permanent. The failures of the destination rather than of the
+// records are marked stages.Unavailable (the process chain then holds
+// the partition and retries the call instead of dead-lettering its
+// records), unless ctx ended: a topic that does not exist or may not be
+// written (a *SinkError), transient errors that outlasted MaxAttempts
+// (no leader, not enough replicas, time-outs, the network), an error no
+// retry fixes (no permission to write idempotently, a version or
+// compression the broker does not support: a *FatalError). Anything
+// else (ctx ending, an unexpected answer) is returned as is and the
+// caller may retry the call. Records of partitions that succeeded
 // are written even when the call fails: a retry of the call is
 // at-least-once. A record larger than MaxBatchBytes fails the whole call
 // before anything is sent (a Permanent *RecordTooLargeError): none of
@@ -726,10 +729,8 @@ func (c *call) currentGen() uint64 {
 
 // apply handles a partition's error code.
 func (c *call) apply(ch *chunk, code int16) {
-	kerr := kafka.Error(code)
-	if kerr == 0 || kerr == kafka.DuplicateSequenceNumber {
-		// DUPLICATE_SEQUENCE_NUMBER: an earlier attempt of this very
-		// batch was written (Kafka's clients treat it as success)
+	act := actionFor(code, c.p.Transactional())
+	if act == actWritten {
 		ch.st.seq = nextSequence(ch.st.seq, ch.n)
 		if ch.base >= 0 && kerr == 0 {
 			ch.next = ch.base + int64(ch.n)
@@ -739,66 +740,117 @@ func (c *call) apply(ch *chunk, code int16) {
 		ch.acked = true
 		return
 	}
+	kerr := kafka.Error(code)
 	where := fmt.Sprintf("produce to %s/%d", c.topic, ch.part) // errors only: no formatting per acknowledged batch
-	switch kerr {
-	case kafka.OutOfOrderSequenceNumber, kafka.UnknownProducerId, kafka.InvalidProducerIDMapping:
-		// the broker's state for this producer is not what the
-		// sequence assumes (it lost it, or an earlier batch's outcome
-		// was unknown): the batch was not written
-		if c.p.Transactional() {
-			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
-			return
-		}
+	switch act {
+	case actRenew:
 		c.renewAndRetry(ch, fmt.Errorf("%s: %w", where, kerr), code)
-		return
-	case kafka.InvalidProducerEpoch, kafka.ProducerFenced:
-		switch {
-		case c.p.Transactional() && kerr == kafka.ProducerFenced:
-			c.fail(ch, fmt.Errorf("%s: %w (%w)", where, ErrProducerFenced, kerr), code)
-			return
-		case c.p.Transactional():
-			// a stale epoch: fenced by a newer producer, or bumped
-			// by the coordinator after a transaction timeout (KIP-588);
-			// Abort tells them apart
-			c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
-			return
-		}
-		c.renewAndRetry(ch, fmt.Errorf("%s: %w", where, kerr), code)
-		return
-	case kafka.TopicAuthorizationFailed, kafka.InvalidTopic:
+	case actAbortable:
+		c.fail(ch, &AbortableError{Err: fmt.Errorf("%s: %w", where, kerr)}, code)
+	case actFenced:
+		c.fail(ch, fmt.Errorf("%s: %w (%w)", where, ErrProducerFenced, kerr), code)
+	case actRefused:
+		c.refuse(ch)
+		c.fail(ch, stages.Permanent(fmt.Errorf("%s: %w", where, kerr)), code)
+	case actSink:
 		c.refuse(ch)
 		c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
-		return
-	case kafka.ClusterAuthorizationFailed, kafka.TransactionalIDAuthorizationFailed:
-		// no permission to write idempotently or with this
-		// transactional id: nothing the caller retries fixes it
-		c.fail(ch, &FatalError{Err: fmt.Errorf("%s: %w (check the client's permissions: IDEMPOTENT_WRITE on the cluster, or WRITE on the transactional id)", where, kerr)}, code)
-		return
-	case kafka.UnknownTopicOrPartition:
+	case actUnknownTopic:
 		if ch.attempts >= c.p.cfg.MaxAttempts {
 			c.fail(ch, &SinkError{Topic: c.topic, Err: kerr}, code)
 			return
 		}
 		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
-		return
-	}
-	if slices.Contains(permanentErrors, kerr) {
-		c.refuse(ch)
-		c.fail(ch, stages.Permanent(fmt.Errorf("%s: %w", where, kerr)), code)
-		return
-	}
-	if kerr.Temporary() {
+	case actTransient:
 		c.transient(ch, fmt.Errorf("%s: %w", where, kerr), code)
-		return
+	case actFatal:
+		err := fmt.Errorf("%s: %w", where, kerr)
+		if code == int16(kafka.ClusterAuthorizationFailed) || code == int16(kafka.TransactionalIDAuthorizationFailed) {
+			// no permission to write idempotently or with this
+			// transactional id
+			err = fmt.Errorf("%w (check the client's permissions: IDEMPOTENT_WRITE on the cluster, or WRITE on the transactional id)", err)
+		}
+		c.fail(ch, &FatalError{Err: err}, code)
+	default:
+		c.fail(ch, fmt.Errorf("%s: %w", where, kerr), code)
 	}
-	c.fail(ch, fmt.Errorf("%s: %w", where, kerr), code)
 }
 
-// permanentErrors are broker answers that sending the same batch again
-// will not change (as pipeline.Producer classifies them).
-var permanentErrors = []kafka.Error{
-	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
-	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
+// action is what apply does with a partition's error code.
+type action uint8
+
+const (
+	actWritten      action = iota // the batch is written
+	actTransient                  // send the same batch again, up to MaxAttempts
+	actRenew                      // renew the producer id and send the batch again
+	actAbortable                  // the transaction must abort (*AbortableError)
+	actFenced                     // ErrProducerFenced
+	actRefused                    // the records are refused for good: stages.Permanent
+	actSink                       // the topic refuses this client: *SinkError
+	actUnknownTopic               // actTransient, then a *SinkError once MaxAttempts are spent
+	actFatal                      // no retry fixes it: *FatalError
+	actFail                       // give the batch up, the error unmarked
+)
+
+// actionFor decides, from the shared classification (kafkawire), what a
+// produce does with a partition's error code. The decisions a produce
+// makes differently within a class, and why:
+//   - DUPLICATE_SEQUENCE_NUMBER (ProducerState): an earlier attempt of
+//     this very batch was written; Kafka's clients take it as success.
+//     The other ProducerState codes mean the broker's state of this
+//     producer is not what the sequence assumes (it lost it, or an
+//     earlier batch's outcome was unknown): the batch was not written.
+//   - INVALID_PRODUCER_EPOCH (Fencing) does not fence a transactional
+//     producer by itself: the coordinator also bumps the producer epoch
+//     after a transaction time-out (KIP-588); Abort tells them apart.
+//     Outside a transaction every stale producer epoch renews the id.
+//   - UNKNOWN_TOPIC_OR_PARTITION (StaleMetadata) is retried like a
+//     moved leader, but a topic that stays unknown is the destination's
+//     failure.
+//   - TOPIC_AUTHORIZATION_FAILED and INVALID_TOPIC_EXCEPTION (Fatal)
+//     concern one topic, not the producer: another topic may be written.
+func actionFor(code int16, transactional bool) action {
+	switch kafkawire.ClassifyCode(code) {
+	case kafkawire.OK:
+		return actWritten
+	case kafkawire.ProducerState:
+		switch {
+		case code == int16(kafka.DuplicateSequenceNumber):
+			return actWritten
+		case transactional:
+			return actAbortable
+		}
+		return actRenew
+	case kafkawire.Fencing:
+		switch {
+		case transactional && code == int16(kafka.InvalidProducerEpoch):
+			return actAbortable
+		case transactional:
+			return actFenced
+		}
+		return actRenew
+	case kafkawire.Permanent:
+		return actRefused
+	case kafkawire.StaleMetadata, kafkawire.NotCoordinator, kafkawire.Retriable:
+		if code == int16(kafka.UnknownTopicOrPartition) {
+			return actUnknownTopic
+		}
+		return actTransient
+	case kafkawire.Fatal:
+		if topicRefused(code) {
+			return actSink
+		}
+		return actFatal
+	}
+	// Unexpected, and the classes no produce is answered (OutOfRange,
+	// StaleMember)
+	return actFail
+}
+
+// topicRefused reports the codes that say the topic refuses this client
+// (not authorized, an invalid name): a *SinkError.
+func topicRefused(code int16) bool {
+	return code == int16(kafka.TopicAuthorizationFailed) || code == int16(kafka.InvalidTopic)
 }
 
 // refuse notes that the broker refused the chunk's batch for good. On
@@ -1014,7 +1066,7 @@ func (p *Producer) topicMetadata(ctx context.Context, topic string) (meta.Respon
 				switch {
 				case t.ErrorCode == 0 && len(t.Partitions) > 0:
 					return t, nil
-				case t.ErrorCode == int16(kafka.TopicAuthorizationFailed) || t.ErrorCode == int16(kafka.InvalidTopic):
+				case topicRefused(t.ErrorCode):
 					return t, &SinkError{Topic: topic, Err: kafka.Error(t.ErrorCode)}
 				case t.ErrorCode != 0:
 					err = kafka.Error(t.ErrorCode)

@@ -340,6 +340,10 @@ func TestProduceErrorClassification(t *testing.T) {
 		{name: "topic does not exist", topic: "missing", records: numbered("x", 3), sink: true, unavailable: true},
 		{name: "no permission to write idempotently", topic: "errs", fault: kerr.ClusterAuthorizationFailed, records: numbered("x", 3), fatal: true, unavailable: true},
 		{name: "not enough replicas, every attempt", topic: "errs", fault: kerr.NotEnoughReplicas, records: numbered("x", 3), unavailable: true},
+		{name: "broker not available, every attempt", topic: "errs", fault: kerr.BrokerNotAvailable, records: numbered("x", 3), unavailable: true},
+		{name: "broker says CORRUPT_MESSAGE", topic: "errs", fault: kerr.CorruptMessage, records: numbered("x", 3), permanent: true},
+		{name: "compression the broker does not support", topic: "errs", fault: kerr.UnsupportedCompressionType, records: numbered("x", 3), fatal: true, unavailable: true},
+		{name: "an unexpected code", topic: "errs", fault: kerr.InvalidRequiredAcks, records: numbered("x", 3)},
 		{name: "ctx ended", topic: "errs", ctxDone: true, records: numbered("x", 3)},
 	}
 	for _, tt := range tests {

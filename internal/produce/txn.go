@@ -15,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go/protocol/endtxn"
 	"github.com/segmentio/kafka-go/protocol/txnoffsetcommit"
 
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -428,20 +429,22 @@ func firstError(codes []int16) int16 {
 }
 
 // txnError classifies the error of a transaction request (after
-// coordinatorCall's retries) and records it.
+// coordinatorCall's retries) and records it. A Fatal code (kafkawire)
+// ends the producer, except an authorization of a topic or of the group:
+// those concern the resource, not the producer, which stays usable (a
+// *SinkError for the topic written to, which holds its records; for the
+// transaction's offsets, the transaction aborts and is tried again).
 func (p *Producer) txnError(ctx context.Context, topic string, err error) error {
 	if ctx.Err() != nil {
 		return p.fail(err)
 	}
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		switch ke {
-		case kafka.TransactionalIDAuthorizationFailed, kafka.ClusterAuthorizationFailed, kafka.InvalidTransactionTimeout, kafka.UnsupportedVersion:
+	if code, ok := kafkawire.Code(err); ok && kafkawire.ClassifyCode(code) == kafkawire.Fatal {
+		switch {
+		case topicRefused(code) && topic != "":
+			return p.fail(&SinkError{Topic: topic, Err: err})
+		case code == int16(kafka.TopicAuthorizationFailed), code == int16(kafka.GroupAuthorizationFailed):
+		default:
 			return p.fail(&FatalError{Err: err})
-		case kafka.TopicAuthorizationFailed:
-			if topic != "" {
-				return p.fail(&SinkError{Topic: topic, Err: err})
-			}
 		}
 	}
 	return p.fail(err)
@@ -532,14 +535,26 @@ func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets 
 		}
 		return firstError(codes), nil
 	})
-	var ke kafka.Error
-	if errors.As(err, &ke) && (ke == kafka.UnknownMemberId || ke == kafka.IllegalGeneration || ke == kafka.FencedInstanceID) {
+	if staleMember(err) {
 		err = &AbortableError{Err: fmt.Errorf("%w: %w", ErrStaleMember, err)}
 	}
 	if err != nil {
 		return p.txnError(ctx, "", err)
 	}
 	return nil
+}
+
+// staleMember reports whether err, a TxnOffsetCommit's, says the
+// member's generation is over (kafkawire.StaleMember) or another member
+// holds its group.instance.id (FENCED_INSTANCE_ID, of the Fencing codes
+// the only one about the member rather than the producer).
+func staleMember(err error) bool {
+	code, ok := kafkawire.Code(err)
+	if !ok {
+		return false
+	}
+	c := kafkawire.ClassifyCode(code)
+	return c == kafkawire.StaleMember || c == kafkawire.Fencing && code == int16(kafka.FencedInstanceID)
 }
 
 // Commit commits the open transaction (EndTxn): its records become
@@ -626,11 +641,12 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 }
 
 // coordinatorCall sends a request to a coordinator (send returns the
-// answer's error code) and retries what the protocol says to retry:
-// coordinator moves and loads (the transport finds the coordinator
-// again on every request), time-outs and network errors up to
-// MaxAttempts, CONCURRENT_TRANSACTIONS (a previous transaction is still
-// completing) with a short backoff until ctx ends. PRODUCER_FENCED is
+// answer's error code) and retries what the protocol says to retry
+// (kafkawire's classes): coordinator moves and loads (NotCoordinator: the
+// transport finds the coordinator again on every request), time-outs,
+// network errors and other Retriable codes up to MaxAttempts,
+// CONCURRENT_TRANSACTIONS (a previous transaction is still completing)
+// with a short backoff until ctx ends. A Fencing code of the producer is
 // ErrProducerFenced; any other code is returned as a kafka.Error.
 func (p *Producer) coordinatorCall(ctx context.Context, op string, send func(context.Context) (int16, error)) error {
 	backoff := p.cfg.RetryBackoff
@@ -648,16 +664,17 @@ func (p *Producer) coordinatorCall(ctx context.Context, op string, send func(con
 		wait := backoff
 		if err == nil {
 			ke := kafka.Error(code)
-			switch ke {
-			case kafka.ConcurrentTransactions:
+			switch c := kafkawire.ClassifyCode(code); {
+			case ke == kafka.ConcurrentTransactions:
 				wait = 20 * time.Millisecond
 				attempts-- // not a failure: wait as long as ctx allows
-			case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress,
-				kafka.RequestTimedOut, kafka.NetworkException, kafka.UnstableOffsetCommit:
-			case kafka.ProducerFenced, kafka.TransactionCoordinatorFenced:
+			case c == kafkawire.NotCoordinator, c == kafkawire.Retriable:
+			case c == kafkawire.Fencing && ke != kafka.InvalidProducerEpoch && ke != kafka.FencedInstanceID:
 				// (INVALID_PRODUCER_EPOCH is not fencing since KIP-588:
-				// an epoch the coordinator bumped after a transaction
-				// timeout; Abort recovers from it)
+				// a producer epoch the coordinator bumped after a
+				// transaction timeout, which Abort recovers from;
+				// FENCED_INSTANCE_ID fences the group member, not the
+				// producer: see SendOffsets)
 				return fmt.Errorf("%s: %w (%w)", op, ErrProducerFenced, ke)
 			default:
 				return fmt.Errorf("%s: %w", op, ke)
