@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 )
 
 // The consumer group protocol (KIP-848): one request,
@@ -151,10 +152,13 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 			detail = ": " + *resp.ErrorMessage
 		}
 		err := fmt.Errorf("ConsumerGroupHeartbeat for group %q: %w%s", s.cfg.Group, kerrv, detail)
-		switch {
-		case errors.Is(kerrv, kerr.FencedMemberEpoch), errors.Is(kerrv, kerr.UnknownMemberID):
+		// By the shared table (kafkawire), as groupError; and
+		// GROUP_ID_NOT_FOUND, which only here means a classic group in
+		// the way (the tools take it as a group without offsets yet).
+		switch c := kafkawire.ClassifyCode(resp.ErrorCode); {
+		case c == kafkawire.StaleMember:
 			return fmt.Errorf("%w: %w", errLost, err)
-		case isCoordinatorError(resp.ErrorCode):
+		case c == kafkawire.NotCoordinator:
 			s.dropConn()
 			if joining {
 				return err
@@ -162,14 +166,12 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 			return nil
 		case errors.Is(kerrv, kerr.UnreleasedInstanceID):
 			return err // the previous incarnation has not left yet: retry
-		case errors.Is(kerrv, kerr.FencedInstanceID):
+		case c == kafkawire.Fencing:
 			return fatalError{fmt.Errorf("%w (%q): %w", ErrFencedInstance, s.cfg.InstanceID, err)}
-		case errors.Is(kerrv, kerr.UnsupportedAssignor):
-			return fatalError{fmt.Errorf("%w: consumer.remote_assignor %q is not enabled on the brokers", err, s.cfg.RemoteAssignor)}
+		case memberFatal(resp.ErrorCode):
+			return fatalError{s.fatalHint(err, resp.ErrorCode)}
 		case errors.Is(kerrv, kerr.GroupIDNotFound):
 			return fatalError{fmt.Errorf("%w: the group is a classic group with active members; stop them or use consumer.group_protocol classic", err)}
-		case errors.Is(kerrv, kerr.UnsupportedVersion):
-			return fatalError{fmt.Errorf("%w: the consumer group protocol needs Kafka 4.0 or later", err)}
 		}
 		if joining {
 			return err

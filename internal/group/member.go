@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 )
 
@@ -496,32 +497,58 @@ func (s *runState) join(ctx context.Context) (*joingroup.Response, error) {
 	}
 }
 
-// groupError classifies a JoinGroup, SyncGroup or Heartbeat error code.
+// groupError classifies a JoinGroup, SyncGroup or Heartbeat error code
+// by the shared table (kafkawire). REBALANCE_IN_PROGRESS is StaleMember
+// there (a commit under the ending generation is refused), but the member
+// itself is not lost: it keeps its partitions and joins the new
+// generation.
 func (s *runState) groupError(req string, code int16) error {
 	if code == 0 {
 		return nil
 	}
-	kerr := kafka.Error(code)
-	err := fmt.Errorf("%s for group %q: %w", req, s.cfg.Group, kerr)
-	switch {
-	case kerr == kafka.RebalanceInProgress:
+	err := fmt.Errorf("%s for group %q: %w", req, s.cfg.Group, kafka.Error(code))
+	switch c := kafkawire.ClassifyCode(code); {
+	case code == int16(kafka.RebalanceInProgress):
 		s.rejoin = true
 		return err
-	case kerr == kafka.UnknownMemberId || kerr == kafka.IllegalGeneration:
+	case c == kafkawire.StaleMember:
 		return fmt.Errorf("%w: %w", errLost, err)
-	case kerr == kafka.FencedInstanceID:
+	case c == kafkawire.Fencing:
 		return fatalError{fmt.Errorf("%w (%q): %w", ErrFencedInstance, s.cfg.InstanceID, err)}
-	case isCoordinatorError(code):
+	case c == kafkawire.NotCoordinator:
 		s.dropConn()
 		return err
-	case kerr == kafka.InconsistentGroupProtocol:
-		return fatalError{fmt.Errorf("%w: the group's members share no assignor (this member offers %v)", err, s.cfg.Assignors)}
-	case kerr == kafka.InvalidSessionTimeout:
-		return fatalError{fmt.Errorf("%w: session timeout %v is outside the broker's group.min/max.session.timeout.ms", err, s.cfg.SessionTimeout)}
-	case kerr == kafka.GroupAuthorizationFailed:
-		return fatalError{fmt.Errorf("%w: the principal may not use this group; check the group ACLs", err)}
-	case kerr == kafka.GroupMaxSizeReached:
-		return fatalError{fmt.Errorf("%w: the group is at the broker's group.max.size", err)}
+	case memberFatal(code):
+		return fatalError{s.fatalHint(err, code)}
+	}
+	return err
+}
+
+// memberFatal reports the codes that end the member: the Fatal ones
+// (kafkawire) but TOPIC_AUTHORIZATION_FAILED, which concerns one
+// subscribed topic, not the group: it is retried (and the fetch step
+// reports the topic).
+func memberFatal(code int16) bool {
+	return kafkawire.ClassifyCode(code) == kafkawire.Fatal && code != int16(kafka.TopicAuthorizationFailed)
+}
+
+// fatalHint adds to err, a group request's Fatal error, what to check.
+func (s *runState) fatalHint(err error, code int16) error {
+	switch kafka.Error(code) {
+	case kafka.InconsistentGroupProtocol:
+		return fmt.Errorf("%w: the group's members share no assignor (this member offers %v)", err, s.cfg.Assignors)
+	case kafka.InvalidSessionTimeout:
+		return fmt.Errorf("%w: session timeout %v is outside the broker's group.min/max.session.timeout.ms", err, s.cfg.SessionTimeout)
+	case kafka.GroupAuthorizationFailed:
+		return fmt.Errorf("%w: the principal may not use this group; check the group ACLs", err)
+	case kafka.GroupMaxSizeReached:
+		return fmt.Errorf("%w: the group is at the broker's group.max.size", err)
+	case kafka.Error(kerr.UnsupportedAssignor.Code):
+		return fmt.Errorf("%w: consumer.remote_assignor %q is not enabled on the brokers", err, s.cfg.RemoteAssignor)
+	case kafka.UnsupportedVersion:
+		if s.cfg.Protocol == ProtocolConsumer {
+			return fmt.Errorf("%w: the consumer group protocol needs Kafka 4.0 or later", err)
+		}
 	}
 	return err
 }
@@ -1047,12 +1074,13 @@ func (m *Member) commitWith(ctx context.Context, snap *snapshot, epochName strin
 				continue
 			}
 			e := kerr.ErrorForCode(p.code)
-			switch {
-			case errors.Is(e, kerr.StaleMemberEpoch), errors.Is(e, kerr.FencedMemberEpoch), errors.Is(e, kerr.UnknownMemberID),
-				errors.Is(e, kerr.IllegalGeneration), errors.Is(e, kerr.RebalanceInProgress), errors.Is(e, kerr.FencedInstanceID):
+			switch kafkawire.ClassifyCode(p.code) {
+			case kafkawire.StaleMember, kafkawire.Fencing:
+				// the generation is over for this member (a rebalance,
+				// or another member took its group.instance.id)
 				return fmt.Errorf("commit to group %q, %s %d, %s/%d: %w: %w",
 					m.cfg.Group, epochName, snap.gen, p.topic, p.partition, e, offsets.ErrGenerationEnded)
-			case isCoordinatorError(p.code):
+			case kafkawire.NotCoordinator:
 				retry = true
 			default:
 				errs = append(errs, fmt.Errorf("%s/%d: %w", p.topic, p.partition, e))

@@ -244,11 +244,8 @@ func findCoordinator(ctx context.Context, d DialFunc, brokers []string, clientID
 }
 
 // isCoordinatorError reports the error codes that mean the coordinator
-// moved or is loading: find it again and retry.
+// moved or is loading (kafkawire.NotCoordinator): find it again and
+// retry.
 func isCoordinatorError(code int16) bool {
-	switch kafka.Error(code) {
-	case kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress:
-		return true
-	}
-	return false
+	return kafkawire.ClassifyCode(code) == kafkawire.NotCoordinator
 }
