@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"slices"
 	"syscall"
 	"time"
 
@@ -34,11 +33,12 @@ import (
 // Its errors are classified for the pipeline:
 //
 //   - stages.Permanent: the broker will never take these records (too
-//     large, invalid, refused by policy); the pipeline dead-letters the
-//     record (or stops the partition) without retrying.
+//     large, invalid, corrupt, refused by policy); the pipeline
+//     dead-letters the record (or stops the partition) without retrying.
 //   - stages.Unavailable: the topic cannot be written now, whatever the
 //     record (unknown or deleted topic, not authorized, no leader, not
-//     enough replicas, a timeout, brokers unreachable); the pipeline
+//     enough replicas, a timeout, brokers unreachable, a compression or
+//     version the brokers do not support); the pipeline
 //     holds the partition and retries until it can write, dead-lettering
 //     nothing.
 //   - anything else is retried a few times, then handled like a
@@ -91,29 +91,11 @@ func (p *Producer) Produce(ctx context.Context, records []stages.Record) error {
 	return nil
 }
 
-// permanentProduceErrors are broker answers about the records
-// themselves, that writing the same records again will not change.
-var permanentProduceErrors = []kafka.Error{
-	kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidTimestamp,
-	kafka.PolicyViolation, kafka.UnsupportedForMessageFormat,
-}
-
-// unavailableProduceErrors are broker answers that say the topic cannot
-// take any record now, whatever the record. (Any other error a broker
-// marks retriable counts too.)
-var unavailableProduceErrors = []kafka.Error{
-	kafka.UnknownTopicOrPartition, kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed,
-	kafka.LeaderNotAvailable, kafka.NotLeaderForPartition, kafka.InvalidTopic, kafka.BrokerNotAvailable,
-	kafka.NotEnoughReplicas, kafka.NotEnoughReplicasAfterAppend, kafka.RequestTimedOut, kafka.NetworkException,
-	kafka.KafkaStorageError, kafka.SASLAuthenticationFailed,
-}
-
 // classifyProduceError marks err, a produce error under ctx, as
 // stages.Permanent or stages.Unavailable (see Producer), or leaves it.
 // internal/produce marks most of its errors itself (those are kept as
-// they are); the rest are classified here by the kafka-go error types
-// they wrap (kafka.Error, kafka.WriteErrors and
-// kafka.MessageTooLargeError), network errors and ctx.
+// they are); the rest are classified here: a broker's error code by the
+// table every caller shares (kafkawire), network errors and ctx.
 func classifyProduceError(ctx context.Context, err error) error {
 	switch {
 	case stages.IsPermanent(err) || stages.IsUnavailable(err):
@@ -126,44 +108,28 @@ func classifyProduceError(ctx context.Context, err error) error {
 	return err
 }
 
-// permanentProduceError reports whether err (a produce error) is
-// one retrying cannot fix: a record too large for the writer, or a
-// permanent broker error for every record that failed.
+// permanentProduceError reports whether err (a produce error) is one
+// retrying cannot fix: a broker's answer about the records themselves
+// (kafkawire.Permanent: too large, invalid, corrupt, refused by policy).
 func permanentProduceError(err error) bool {
-	var tooLarge kafka.MessageTooLargeError
-	if errors.As(err, &tooLarge) {
-		return true
-	}
-	var werrs kafka.WriteErrors
-	if errors.As(err, &werrs) {
-		failed := 0
-		for _, e := range werrs {
-			if e == nil {
-				continue
-			}
-			failed++
-			if !permanentProduceError(e) {
-				return false
-			}
-		}
-		return failed > 0
-	}
-	var ke kafka.Error
-	return errors.As(err, &ke) && slices.Contains(permanentProduceErrors, ke)
+	code, ok := kafkawire.Code(err)
+	return ok && kafkawire.ClassifyCode(code) == kafkawire.Permanent
 }
 
-// unavailableProduceError reports whether err (a produce error
-// under ctx) says the topic takes no record now: a sink-wide broker
-// answer for any record that failed, or the brokers could not be reached
-// or did not answer in time (while ctx was still live).
+// unavailableProduceError reports whether err (a produce error under
+// ctx) says the topic takes no record now, whatever the record: a
+// broker's answer that is transient (kafkawire.StaleMetadata,
+// NotCoordinator, Retriable: no leader, not enough replicas, a time-out)
+// or that only an operator fixes (Fatal: not authorized, an invalid
+// topic, an unsupported version), or the brokers could not be reached or
+// did not answer in time (while ctx was still live).
 func unavailableProduceError(ctx context.Context, err error) bool {
-	var werrs kafka.WriteErrors
-	if errors.As(err, &werrs) {
-		return slices.ContainsFunc(werrs, func(e error) bool { return e != nil && unavailableProduceError(ctx, e) })
-	}
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		return slices.Contains(unavailableProduceErrors, ke) || ke.Temporary()
+	if code, ok := kafkawire.Code(err); ok {
+		switch kafkawire.ClassifyCode(code) {
+		case kafkawire.StaleMetadata, kafkawire.NotCoordinator, kafkawire.Retriable, kafkawire.Fatal:
+			return true
+		}
+		return false
 	}
 	if ctx.Err() != nil {
 		return false // the caller's deadline or cancellation, not the sink's

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -30,18 +31,22 @@ func TestClassifyProduceError(t *testing.T) {
 	}{
 		{"message too large", live, kafka.MessageSizeTooLarge, "permanent"},
 		{"invalid record", live, kafka.InvalidRecord, "permanent"},
-		{"too large for the writer", live, kafka.MessageTooLargeError{}, "permanent"},
-		{"every failed record too large", live, kafka.WriteErrors{nil, kafka.MessageSizeTooLarge}, "permanent"},
+		{"corrupt batch", live, kafka.InvalidMessage, "permanent"}, // CORRUPT_MESSAGE: was unavailable (retried)
+		{"franz-go's code", live, kerr.RecordListTooLarge, "permanent"},
 		{"unknown topic (deleted)", live, kafka.UnknownTopicOrPartition, "unavailable"},
 		{"not authorized", live, kafka.TopicAuthorizationFailed, "unavailable"},
 		{"no leader", live, kafka.LeaderNotAvailable, "unavailable"},
 		{"not leader", live, kafka.NotLeaderForPartition, "unavailable"},
 		{"not enough replicas", live, kafka.NotEnoughReplicas, "unavailable"},
-		{"one record's partition unavailable", live, kafka.WriteErrors{kafka.MessageSizeTooLarge, kafka.LeaderNotAvailable}, "unavailable"},
+		{"broker not available", live, kafka.BrokerNotAvailable, "unavailable"},
+		{"compression not supported", live, kafka.Error(kerr.UnsupportedCompressionType.Code), "unavailable"}, // was other
+		{"a broker's answer, ctx ended", ended, kafka.LeaderNotAvailable, "unavailable"},
+		{"producer fenced", live, kafka.ProducerFenced, "other"},
+		{"an unexpected code", live, kafka.InvalidRequiredAcks, "other"},
 		{"broker refuses connections", live, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, "unavailable"},
 		{"connection reset", live, fmt.Errorf("write: %w", syscall.ECONNRESET), "unavailable"},
 		{"connection closed", live, io.ErrUnexpectedEOF, "unavailable"},
-		{"the writer's own timeout", live, context.DeadlineExceeded, "unavailable"},
+		{"the producer's own timeout", live, context.DeadlineExceeded, "unavailable"},
 		{"the caller's context ended", ended, context.Canceled, "other"},
 		{"the caller's deadline", ended, fmt.Errorf("dial: %w", &net.OpError{Op: "dial", Err: context.DeadlineExceeded}), "other"},
 		{"something else", live, errors.New("unexpected"), "other"},
