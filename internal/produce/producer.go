@@ -732,7 +732,7 @@ func (c *call) apply(ch *chunk, code int16) {
 	act := actionFor(code, c.p.Transactional())
 	if act == actWritten {
 		ch.st.seq = nextSequence(ch.st.seq, ch.n)
-		if ch.base >= 0 && kerr == 0 {
+		if ch.base >= 0 && code == 0 { // (a duplicate's base offset is not the batch's)
 			ch.next = ch.base + int64(ch.n)
 		}
 		ch.pending = false

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
 	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/internal/kafkawire"
 	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
@@ -226,6 +227,8 @@ func produceHint(err error, r *kgo.Record, topic string, partitions int32) strin
 	if r != nil && r.Context != nil {
 		info, _ = r.Context.Value(lineKey{}).(lineInfo)
 	}
+	code, _ := kafkawire.Code(err)
+	class := kafkawire.ClassifyCode(code) // the table every caller shares
 	switch {
 	case errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge):
 		size := 0
@@ -244,6 +247,10 @@ func produceHint(err error, r *kgo.Record, topic string, partitions int32) strin
 		return fmt.Sprintf("check the name; create the topic with: processor topics create %s", topic)
 	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
 		return "the principal may not write the topic: check its ACLs"
+	case class == kafkawire.Permanent:
+		return fmt.Sprintf("the brokers refuse the record of line %d itself (invalid, corrupt or against the topic's policy): writing it again gets the same answer", info.line)
+	case class == kafkawire.Fatal:
+		return "the brokers refuse this client, whatever the record: check the setting the error names (the topic's name, kafka.sasl, the brokers' version)"
 	}
 	return "check that the brokers are up and the principal may write the topic"
 }

@@ -3,11 +3,13 @@ package kafkatools
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/fencepost-dev/fencepost/internal/cli/broker"
@@ -184,5 +186,30 @@ func TestProducePartitioner(t *testing.T) {
 	code, _, errOut := runCLIInput(ctx, nil, "k:v\n", "produce", "--brokers", addr, "--topic", "p0", "-K", ":", "--partitioner", "fnv")
 	if code != ExitUsage || !strings.Contains(errOut, `--partitioner: "fnv" is not a partitioner: use murmur2 (the default), fnv1a or crc32`) {
 		t.Errorf("--partitioner fnv: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestProduceHintClasses: a code without a hint of its own gets the hint
+// of its class in the shared table (kafkawire): the record's, or the
+// client's.
+func TestProduceHintClasses(t *testing.T) {
+	r := &kgo.Record{Value: []byte("v"), Context: context.WithValue(context.Background(), lineKey{}, lineInfo{line: 3})}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{kerr.InvalidRecord, "the brokers refuse the record of line 3 itself"},
+		{fmt.Errorf("produce: %w", kerr.CorruptMessage), "the brokers refuse the record of line 3 itself"},
+		{kerr.PolicyViolation, "the brokers refuse the record of line 3 itself"},
+		{kerr.MessageTooLarge, "the record of line 3 holds 1 bytes"},
+		{kerr.InvalidTopicException, "the brokers refuse this client, whatever the record"},
+		{kerr.SaslAuthenticationFailed, "the brokers refuse this client, whatever the record"},
+		{kerr.TopicAuthorizationFailed, "check its ACLs"},
+		{kerr.NotEnoughReplicas, "check that the brokers are up"},
+		{errors.New("no code"), "check that the brokers are up"},
+	} {
+		if got := produceHint(tt.err, r, "t", 0); !strings.Contains(got, tt.want) {
+			t.Errorf("%v: hint %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }
