@@ -154,10 +154,8 @@ type CommitEntry struct {
 	// LeaderEpoch is the leader epoch of the record at Offset-1 (the last
 	// one processed), -1 when unknown. OffsetCommit v7+ stores it with
 	// the offset, so the next owner can check the offset against the log
-	// (OffsetForLeaderEpoch) before fetching from it. The group member
-	// of today commits through kafka-go's ConsumerGroup at OffsetCommit
-	// v2, which has no field for it, and drops it; a member that sends
-	// v7+ commits it.
+	// (OffsetForLeaderEpoch) before fetching from it; the group member
+	// sends OffsetCommit v7 or later, and commits it.
 	LeaderEpoch int32
 }
 
