@@ -37,8 +37,8 @@ const (
 	// the last record read (or committed) against the new leader's log
 	// (OffsetForLeaderEpoch, KIP-320), after a leader change, an
 	// OffsetOutOfRange answer, or at start from a committed offset that
-	// carries its epoch. The partition resumes at the divergence point
-	// (the end of that epoch on the new leader), whatever
+	// carries its leader epoch. The partition resumes at the divergence
+	// point (the end of that leader epoch on the new leader), whatever
 	// auto_offset_reset says, so nothing written after it is skipped.
 	// This is a data-loss event; To is below From.
 	ReasonLogTruncation

@@ -56,9 +56,10 @@ func (k StartKind) String() string {
 type StartRequest struct {
 	kind   StartKind
 	offset int64 // StartExact, StartCommitted: the offset; StartAtTime: Unix milliseconds
-	// epoch is StartCommitted's leader epoch (Kafka's, not an [Epoch])
-	// plus one (0: none), so the zero value carries no leader epoch.
-	epoch int32
+	// leaderEpoch is StartCommitted's leader epoch (Kafka's, not an
+	// [Epoch]) plus one (0: none), so the zero value carries no leader
+	// epoch.
+	leaderEpoch int32
 }
 
 // ByPolicy returns the request to start where the consumer's reset policy
@@ -102,16 +103,16 @@ func Committed(offset int64) StartRequest {
 func CommittedAt(offset int64, leaderEpoch int32) StartRequest {
 	r := Committed(offset)
 	if leaderEpoch >= 0 {
-		r.epoch = leaderEpoch + 1
+		r.leaderEpoch = leaderEpoch + 1
 	}
 	return r
 }
 
 // LeaderEpoch returns the leader epoch a [CommittedAt] request carries;
 // ok is false for every other request.
-func (r StartRequest) LeaderEpoch() (epoch int32, ok bool) {
-	if r.kind == StartCommitted && r.epoch > 0 {
-		return r.epoch - 1, true
+func (r StartRequest) LeaderEpoch() (leaderEpoch int32, ok bool) {
+	if r.kind == StartCommitted && r.leaderEpoch > 0 {
+		return r.leaderEpoch - 1, true
 	}
 	return -1, false
 }

@@ -127,7 +127,8 @@ type coordinator struct {
 	zombies  map[offsetstore.TopicPartition]int  // released partitions with an operation in flight
 	paused   map[offsetstore.TopicPartition]bool // survives generations
 	leaders  map[offsetstore.TopicPartition]int32
-	// leaderEpochs are the leaders' epochs the last metadata gave
+	// leaderEpochs are the partitions' leader epochs the last metadata
+	// gave
 	leaderEpochs map[offsetstore.TopicPartition]int32
 	brokers      map[fetcherKey]*fetcher
 	fetchers     []*fetcher // the same, in the order they were made: fetches are planned in a stable order

@@ -54,7 +54,7 @@ func (c *coordinator) onProcessed(r *process.Report) {
 			} else {
 				c.dirty = true
 				if done == h.span.End {
-					p.markEpochs.note(done, h.leaderEpoch)
+					p.markedLeaderEpochs.note(done, h.leaderEpoch)
 				}
 				if c.cfg.reportCommits {
 					p.recent.note(bt, done)
@@ -184,7 +184,7 @@ func (c *coordinator) sendCommit() bool {
 			continue
 		}
 		if off, ok := p.wm.Committable(); ok && off > p.committed {
-			entries = append(entries, offsets.CommitEntry{Partition: p.tp, Offset: off, LeaderEpoch: p.markEpochs.at(off)})
+			entries = append(entries, offsets.CommitEntry{Partition: p.tp, Offset: off, LeaderEpoch: p.markedLeaderEpochs.at(off)})
 			if c.cfg.reportCommits {
 				c.committing = append(c.committing, CommittedOffset{Partition: p.tp, Offset: off, RecordTime: p.recent.newestBelow(off)})
 			}

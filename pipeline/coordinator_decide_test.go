@@ -12,10 +12,10 @@ import (
 // starts for each kind of start request, log bounds and reset policy.
 func TestDecideStart(t *testing.T) {
 	bounds := func(ls, hw int64) *resolve.PartitionResult {
-		return &resolve.PartitionResult{LogStart: ls, HighWatermark: hw, TimeOffset: -1, EpochEndOffset: -1}
+		return &resolve.PartitionResult{LogStart: ls, HighWatermark: hw, TimeOffset: -1, LeaderEpochEndOffset: -1}
 	}
-	withEpochEnd := func(pr *resolve.PartitionResult, end int64) *resolve.PartitionResult {
-		pr.EpochEndOffset = end
+	withLeaderEpochEnd := func(pr *resolve.PartitionResult, end int64) *resolve.PartitionResult {
+		pr.LeaderEpochEndOffset = end
 		return pr
 	}
 	withTime := func(pr *resolve.PartitionResult, at int64) *resolve.PartitionResult {
@@ -23,27 +23,27 @@ func TestDecideStart(t *testing.T) {
 		return pr
 	}
 	tests := []struct {
-		name          string
-		req           offsetstore.StartRequest
-		seek, recr    bool
-		validateEpoch int32
-		pr            *resolve.PartitionResult
-		policy        offsetstore.ResetPolicy
-		want          startDecision
+		name                string
+		req                 offsetstore.StartRequest
+		seek, recr          bool
+		validateLeaderEpoch int32
+		pr                  *resolve.PartitionResult
+		policy              offsetstore.ResetPolicy
+		want                startDecision
 	}{
-		{name: "committed inside the log is valid", req: offsetstore.Committed(50), validateEpoch: -1, pr: bounds(10, 100),
+		{name: "committed inside the log is valid", req: offsetstore.Committed(50), validateLeaderEpoch: -1, pr: bounds(10, 100),
 			want: startDecision{to: 50}},
-		{name: "committed below the log start", req: offsetstore.Committed(5), validateEpoch: -1, pr: bounds(10, 100),
+		{name: "committed below the log start", req: offsetstore.Committed(5), validateLeaderEpoch: -1, pr: bounds(10, 100),
 			want: startDecision{to: 10, reason: offsetstore.ReasonBelowLogStart}},
-		{name: "committed above the high watermark, policy latest", req: offsetstore.Committed(150), validateEpoch: -1, pr: bounds(10, 100),
+		{name: "committed above the high watermark, policy latest", req: offsetstore.Committed(150), validateLeaderEpoch: -1, pr: bounds(10, 100),
 			policy: offsetstore.ResetLatest, want: startDecision{to: 100, reason: offsetstore.ReasonAboveHighWatermark, dataLoss: true}},
-		{name: "committed above the high watermark, policy none", req: offsetstore.Committed(150), validateEpoch: -1, pr: bounds(10, 100),
+		{name: "committed above the high watermark, policy none", req: offsetstore.Committed(150), validateLeaderEpoch: -1, pr: bounds(10, 100),
 			policy: offsetstore.ResetNone, want: startDecision{reason: offsetstore.ReasonAboveHighWatermark, dataLoss: true, stop: true}},
-		{name: "diverged below the position", req: offsetstore.Committed(80), validateEpoch: 3, pr: withEpochEnd(bounds(10, 100), 60),
+		{name: "diverged below the position", req: offsetstore.Committed(80), validateLeaderEpoch: 3, pr: withLeaderEpochEnd(bounds(10, 100), 60),
 			want: startDecision{to: 60, reason: offsetstore.ReasonLogTruncation, dataLoss: true, truncated: true}},
-		{name: "epoch holds past the position, high watermark behind", req: offsetstore.Committed(120), validateEpoch: 3,
-			pr: withEpochEnd(bounds(10, 100), 130), want: startDecision{to: 120}},
-		{name: "a sought offset is clamped to the log", req: offsetstore.Committed(500), seek: true, validateEpoch: -1, pr: bounds(10, 100),
+		{name: "epoch holds past the position, high watermark behind", req: offsetstore.Committed(120), validateLeaderEpoch: 3,
+			pr: withLeaderEpochEnd(bounds(10, 100), 130), want: startDecision{to: 120}},
+		{name: "a sought offset is clamped to the log", req: offsetstore.Committed(500), seek: true, validateLeaderEpoch: -1, pr: bounds(10, 100),
 			want: startDecision{to: 100, reason: offsetstore.ReasonSeek}},
 		{name: "earliest", req: offsetstore.Earliest(), pr: bounds(10, 100), want: startDecision{to: 10, reason: offsetstore.ReasonSeek}},
 		{name: "latest", req: offsetstore.Latest(), pr: bounds(10, 100), want: startDecision{to: 100, reason: offsetstore.ReasonSeek}},
@@ -60,7 +60,7 @@ func TestDecideStart(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decideStart(tc.req, tc.seek, tc.recr, tc.validateEpoch, tc.pr, tc.policy); got != tc.want {
+			if got := decideStart(tc.req, tc.seek, tc.recr, tc.validateLeaderEpoch, tc.pr, tc.policy); got != tc.want {
 				t.Fatalf("decideStart = %+v, want %+v", got, tc.want)
 			}
 		})

@@ -135,12 +135,12 @@ func (c *coordinator) onFetched(p *partition, pr *fetch.PartitionResult) (moved 
 		// Only offsets without records (transaction markers): nothing
 		// to process, the span is done.
 		_ = p.wm.Mark(c.gen, p.epoch, offsets.Span{Start: at, End: pr.Next})
-		p.markEpochs.note(pr.Next, pr.LastLeaderEpoch)
+		p.markedLeaderEpochs.note(pr.Next, pr.LastLeaderEpoch)
 		c.dirty = true
 	}
 	p.pos, _ = p.pos.Advance(pr.Next) // pr.Next > at
 	if pr.LastLeaderEpoch >= 0 {
-		p.fetchedEpoch = pr.LastLeaderEpoch
+		p.fetchedLeaderEpoch = pr.LastLeaderEpoch
 	}
 	return true
 }
@@ -171,11 +171,11 @@ func (c *coordinator) onCorrupt(p *partition, pr *fetch.PartitionResult) {
 }
 
 // outOfRange handles a broker's OffsetOutOfRange: the position is checked
-// against fresh log bounds, and against the leader's log for the epoch of
-// the last record fetched (a log truncated by an unclean leader election
-// answers OffsetOutOfRange to a position past its new end), before
-// anything is reset. The epoch stays: if the position turns out valid,
-// batches already being processed still count.
+// against fresh log bounds, and against the leader's log for the leader
+// epoch of the last record fetched (a log truncated by an unclean leader
+// election answers OffsetOutOfRange to a position past its new end),
+// before anything is reset. The partition's epoch stays: if the position
+// turns out valid, batches already being processed still count.
 func (c *coordinator) outOfRange(p *partition, pr *fetch.PartitionResult) {
 	off := p.pos.Offset()
 	c.log.Info("offset out of range; checking the log bounds", zap.Stringer("partition", p.tp),
@@ -185,14 +185,14 @@ func (c *coordinator) outOfRange(p *partition, pr *fetch.PartitionResult) {
 
 // validate moves a fetching p to AwaitValidation of its position: the log
 // bounds, and where the leader epoch of the last record fetched ends on
-// the leader, if that epoch is known.
+// the leader, if that leader epoch is known.
 func (c *coordinator) validate(p *partition) {
 	off := p.pos.Offset()
 	p.from = off
 	p.seek = false
 	p.req = offsetstore.Exact(off)
 	p.state = AwaitValidation
-	p.validateEpoch = p.fetchedEpoch
+	p.validateLeaderEpoch = p.fetchedLeaderEpoch
 	c.needResolve = true
 }
 
@@ -203,7 +203,7 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 		return
 	}
 	c.leaders = l.Leaders
-	c.leaderEpochs = l.Epochs
+	c.leaderEpochs = l.LeaderEpochs
 	c.needLeaders = false
 	for _, p := range c.slots {
 		if p == nil || p.zombie {
@@ -213,46 +213,48 @@ func (c *coordinator) onLeaders(l *fetch.Leaders) {
 		if !ok {
 			leader = -1
 		}
-		epoch, ok := l.Epochs[p.tp]
+		leaderEpoch, ok := l.LeaderEpochs[p.tp]
 		if !ok {
-			epoch = -1
+			leaderEpoch = -1
 		}
-		// An older epoch than the one known is taken too: partitions
-		// are named by topic, not topic id, and a topic deleted and
-		// created again starts its epochs over (keeping ours, every
-		// fetch would be refused as UNKNOWN_LEADER_EPOCH forever). A
-		// broker behind the others that answered the metadata costs one
-		// FENCED_LEADER_EPOCH answer and a refresh.
-		if epoch >= 0 {
-			// an unknown epoch (no leader now: an offline partition)
-			// keeps the last one known, so the next leader's epoch is
-			// compared with it
-			c.setLeaderEpoch(p, epoch)
+		// An older leader epoch than the one known is taken too:
+		// partitions are named by topic, not topic id, and a topic
+		// deleted and created again starts its leader epochs over
+		// (keeping ours, every fetch would be refused as
+		// UNKNOWN_LEADER_EPOCH forever). A broker behind the others that
+		// answered the metadata costs one FENCED_LEADER_EPOCH answer and
+		// a refresh.
+		if leaderEpoch >= 0 {
+			// an unknown leader epoch (no leader now: an offline
+			// partition) keeps the last one known, so the next
+			// leader's is compared with it
+			c.setLeaderEpoch(p, leaderEpoch)
 		}
 		c.setLeader(p, leader)
 	}
 }
 
 // setLeaderEpoch records the leader epoch the metadata gave p. A newer
-// epoch than the one p fetched under means the leader changed: a
-// fetching partition whose last record's epoch is known validates its
-// position with the new leader before it fetches again (KIP-320), since
-// an unclean election may have truncated the log below it. Fetches and
-// lookups in flight with the old epoch are stale (see onFetch, onResolve).
+// leader epoch than the one p fetched under means the leader changed: a
+// fetching partition whose last record's leader epoch is known validates
+// its position with the new leader before it fetches again (KIP-320),
+// since an unclean election may have truncated the log below it. Fetches
+// and lookups in flight with the old leader epoch are stale (see onFetch,
+// onResolve).
 //
-// With no epoch known before (p was assigned while it had no leader),
-// the leader changed if the epoch is newer than that of the record below
-// the position: elections happened since that record was written, and
+// With no leader epoch known before (p was assigned while it had no
+// leader), the leader changed if the leader epoch is newer than that of
+// the record below the position: elections happened since that record was written, and
 // the check p made of its committed offset, if any, asked a log that may
 // have been cut since (the Java consumer likewise validates whenever the
 // leader it knows for the position changes, from none included).
-func (c *coordinator) setLeaderEpoch(p *partition, epoch int32) {
+func (c *coordinator) setLeaderEpoch(p *partition, leaderEpoch int32) {
 	old := p.leaderEpoch
-	p.leaderEpoch = epoch
-	changed := epoch > old && (old >= 0 || epoch > p.fetchedEpoch)
-	if changed && p.state == Fetching && p.fetchedEpoch >= 0 {
+	p.leaderEpoch = leaderEpoch
+	changed := leaderEpoch > old && (old >= 0 || leaderEpoch > p.fetchedLeaderEpoch)
+	if changed && p.state == Fetching && p.fetchedLeaderEpoch >= 0 {
 		c.log.Info("leader changed; validating the position with the new leader", zap.Stringer("partition", p.tp),
-			zap.Int64("offset", p.pos.Offset()), zap.Int32("leader_epoch", epoch), zap.Int32("fetched_epoch", p.fetchedEpoch))
+			zap.Int64("offset", p.pos.Offset()), zap.Int32("leader_epoch", leaderEpoch), zap.Int32("fetched_leader_epoch", p.fetchedLeaderEpoch))
 		c.validate(p)
 	}
 }

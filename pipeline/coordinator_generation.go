@@ -66,7 +66,7 @@ func (c *coordinator) onAssign(e *assignEvent) {
 			c.slots = append(c.slots, nil)
 		}
 		p := &partition{tp: a.tp, slot: slot, epoch: c.nextEpoch(), from: -1, committed: -1, leader: -1,
-			leaderEpoch: -1, fetchedEpoch: -1, validateEpoch: -1, recreated: a.recreated}
+			leaderEpoch: -1, fetchedLeaderEpoch: -1, validateLeaderEpoch: -1, recreated: a.recreated}
 		_, p.waitZombie = c.zombies[a.tp]
 		p.paused = c.paused[a.tp]
 		if l, ok := c.leaders[a.tp]; ok && l >= 0 {
@@ -90,12 +90,13 @@ func (c *coordinator) onAssign(e *assignEvent) {
 			p.wm = offsets.NewWatermark(c.gen, p.epoch, off)
 			c.await(p, a.start)
 			if le, ok := a.start.LeaderEpoch(); ok {
-				// committed with the epoch of the record before it:
-				// the validation asks the leader whether its log still
-				// holds that epoch up to the offset (KIP-320)
-				p.fetchedEpoch = le
+				// committed with the leader epoch of the record before
+				// it: the validation asks the leader whether its log
+				// still holds that leader epoch up to the offset
+				// (KIP-320)
+				p.fetchedLeaderEpoch = le
 				if p.state == AwaitValidation {
-					p.validateEpoch = le
+					p.validateLeaderEpoch = le
 				}
 			}
 			continue

@@ -49,9 +49,9 @@ var modelSteps atomic.Int64
 //	      that carries its leader epoch) and new records took those
 //	      offsets, a reset (log_truncation) must be reported before
 //	      anything from the new log is handed out;
-//	(viii) a commit's leader epoch, when it has one, is the epoch of the
-//	      record just below the committed offset as it was processed:
-//	      the epoch that record had when it was handed out, of the
+//	(viii) a commit's leader epoch, when it has one, is the leader epoch
+//	      of the record just below the committed offset as it was
+//	      processed: the one that record had when it was handed out, of the
 //	      newest processing of that offset (a seek back hands an offset
 //	      out again, maybe as another record after an unclean election;
 //	      until that one is processed the commit speaks for the old one).
@@ -69,10 +69,10 @@ var modelSteps atomic.Int64
 // never delivers is a stall; a stop must name its reason).
 //
 // The world's leader epochs follow Kafka: every leader change bumps the
-// partition's epoch and starts a new epoch at the log end; a fetch or
-// lookup with an older epoch is refused (FENCED_LEADER_EPOCH), and
-// OffsetForLeaderEpoch answers from the epoch history as Kafka's leader
-// epoch cache does.
+// partition's leader epoch and starts a new one at the log end; a fetch
+// or lookup with an older leader epoch is refused (FENCED_LEADER_EPOCH),
+// and OffsetForLeaderEpoch answers from the leader epoch history as
+// Kafka's leader epoch cache does.
 //
 // Rebalances are eager (revoke everything, assign anew) or cooperative
 // (a new generation keeps the partitions that stay and adds others; a
@@ -107,54 +107,56 @@ func checkStateMachine(t *testing.T, steps *atomic.Int64, least int64, run func(
 var modelTPs = []offsetstore.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}}
 
 type logBounds struct {
-	start, hw int64
-	epoch     int32        // the leader epoch now
-	history   []epochStart // epochs and where each starts, ascending
+	start, hw   int64
+	leaderEpoch int32              // the leader epoch now
+	history     []leaderEpochStart // leader epochs and where each starts, ascending
 }
 
-// epochStart is one entry of a log's leader epoch history.
-type epochStart struct {
-	epoch int32
-	start int64
+// leaderEpochStart is one entry of a log's leader epoch history.
+type leaderEpochStart struct {
+	leaderEpoch int32
+	start       int64
 }
 
-// newEpoch makes a new leader (an election): the epoch goes up and starts
-// at the log end, replacing history entries that start there or later.
-func (lb *logBounds) newEpoch() {
-	lb.epoch++
+// newLeaderEpoch makes a new leader (an election): the leader epoch goes
+// up and starts at the log end, replacing history entries that start
+// there or later.
+func (lb *logBounds) newLeaderEpoch() {
+	lb.leaderEpoch++
 	h := lb.history
 	for len(h) > 0 && h[len(h)-1].start >= lb.hw {
 		h = h[:len(h)-1]
 	}
-	lb.history = append(h, epochStart{epoch: lb.epoch, start: lb.hw})
+	lb.history = append(h, leaderEpochStart{leaderEpoch: lb.leaderEpoch, start: lb.hw})
 }
 
-// epochAt is the leader epoch of the record at offset o, -1 if none.
-func (lb *logBounds) epochAt(o int64) int32 {
+// leaderEpochAt is the leader epoch of the record at offset o, -1 if none.
+func (lb *logBounds) leaderEpochAt(o int64) int32 {
 	e := int32(-1)
 	for _, h := range lb.history {
 		if h.start <= o {
-			e = h.epoch
+			e = h.leaderEpoch
 		}
 	}
 	return e
 }
 
 // endOffsetFor answers OffsetForLeaderEpoch as Kafka's leader epoch cache
-// does: the epoch's end is where the next higher epoch starts, the log
-// end for the latest; an epoch older than every entry ends where the
-// first starts; one newer than every entry is undefined (-1, -1).
+// does: a leader epoch's end is where the next higher one starts, the
+// log end for the latest; a leader epoch older than every entry ends
+// where the first starts; one newer than every entry is undefined (-1,
+// -1).
 func (lb *logBounds) endOffsetFor(e int32) (int32, int64) {
 	h := lb.history
 	if len(h) == 0 {
 		return -1, -1
 	}
-	if h[len(h)-1].epoch == e {
+	if h[len(h)-1].leaderEpoch == e {
 		return e, lb.hw
 	}
 	hi := -1
 	for i := range h {
-		if h[i].epoch > e {
+		if h[i].leaderEpoch > e {
 			hi = i
 			break
 		}
@@ -165,14 +167,14 @@ func (lb *logBounds) endOffsetFor(e int32) (int32, int64) {
 	case 0:
 		return e, h[0].start
 	}
-	return h[hi-1].epoch, h[hi].start
+	return h[hi-1].leaderEpoch, h[hi].start
 }
 
 // batchOut is a batch processing holds, not yet completed.
 type batchOut struct {
-	b      *fetch.Batch
-	fenced bool
-	epochs []int32 // the leader epoch of each record when it was handed out
+	b            *fetch.Batch
+	fenced       bool
+	leaderEpochs []int32 // the leader epoch of each record when it was handed out
 }
 
 type model struct {
@@ -195,7 +197,8 @@ type model struct {
 
 	// handed is, per partition, the leader epoch of every record handed
 	// to processing in this generation (and, with validation, of the
-	// record before a committed offset that carries its epoch), until a
+	// record before a committed offset that carries its leader epoch),
+	// until a
 	// reset of the partition is reported: invariant (vii)
 	handed map[offsetstore.TopicPartition]map[int64]int32
 	// done is, per partition, the leader epoch (as handed out) of the
@@ -244,7 +247,7 @@ func newModel(t *rapid.T) *model {
 		owned:    map[offsetstore.TopicPartition]offsets.Generation{},
 	}
 	for i, tp := range modelTPs {
-		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw")), history: []epochStart{{0, 0}}}
+		m.logs[tp] = &logBounds{start: 0, hw: int64(rapid.IntRange(0, 30).Draw(t, "hw")), history: []leaderEpochStart{{0, 0}}}
 		m.leaders[tp] = int32(1 + i%2)
 	}
 	m.sendLeaders()
@@ -254,11 +257,11 @@ func newModel(t *rapid.T) *model {
 
 // sendLeaders delivers the world's leaders and leader epochs.
 func (m *model) sendLeaders() {
-	epochs := map[offsetstore.TopicPartition]int32{}
+	leaderEpochs := map[offsetstore.TopicPartition]int32{}
 	for tp, lb := range m.logs {
-		epochs[tp] = lb.epoch
+		leaderEpochs[tp] = lb.leaderEpoch
 	}
-	m.h.send(&fetch.Leaders{Leaders: copyLeaders(m.leaders), Epochs: epochs})
+	m.h.send(&fetch.Leaders{Leaders: copyLeaders(m.leaders), LeaderEpochs: leaderEpochs})
 }
 
 func copyLeaders(l map[offsetstore.TopicPartition]int32) map[offsetstore.TopicPartition]int32 {
@@ -374,10 +377,10 @@ func (m *model) Assign(t *rapid.T) {
 		if rapid.Bool().Draw(t, "has commit") {
 			off := int64(rapid.IntRange(0, int(m.logs[tp].hw)+10).Draw(t, "committed"))
 			a.start = offsetstore.Committed(off)
-			if e := m.logs[tp].epochAt(off - 1); off > 0 && e >= 0 && rapid.Bool().Draw(t, "commit has epoch") {
-				// committed with the epoch of its record: the log's, or
+			if e := m.logs[tp].leaderEpochAt(off - 1); off > 0 && e >= 0 && rapid.Bool().Draw(t, "commit has leader epoch") {
+				// committed with the leader epoch of its record: the log's, or
 				// an older one (committed before an election rewrote it)
-				e = int32(rapid.IntRange(0, int(e)).Draw(t, "committed epoch"))
+				e = int32(rapid.IntRange(0, int(e)).Draw(t, "committed leader epoch"))
 				a.start = offsetstore.CommittedAt(off, e)
 				if m.h.c.cfg.validate {
 					m.handed[tp][off-1] = e
@@ -519,7 +522,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		}
 		var pr fetch.PartitionResult
 		switch {
-		case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch && (cur || rapid.IntRange(0, 3).Draw(t, "fenced") > 0):
+		case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.leaderEpoch && (cur || rapid.IntRange(0, 3).Draw(t, "fenced") > 0):
 			// (else, when the partition has moved past that leader
 			// epoch, the old leader answered before it stepped down:
 			// records, of the log as it is now for simplicity, which
@@ -541,7 +544,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 				pr.Outcome, pr.Err = fetch.Corrupt, fmt.Errorf("%w: CRC mismatch in the batch at offset %d", fetch.ErrCorrupt, bad)
 			}
 		case pos < lb.hw && rapid.IntRange(0, 7).Draw(t, "marker") == 0:
-			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw, LastLeaderEpoch: lb.epochAt(pos)}
+			pr = fetch.PartitionResult{Next: pos + 1, LogStart: lb.start, HighWatermark: lb.hw, LastLeaderEpoch: lb.leaderEpochAt(pos)}
 			if cur {
 				skips[e.Partition] = skip{pos, pos + 1}
 			}
@@ -557,7 +560,7 @@ func (m *model) AnswerFetch(t *rapid.T) {
 		if p := m.h.c.byTP(tp); p != nil && p.state == Fetching && p.pos.Offset() == sk.to {
 			for o := sk.from; o < sk.to; o++ {
 				m.covered[tp][o] = true
-				m.done[tp][o] = m.logs[tp].epochAt(o) // a marker: its epoch as the answer gave it
+				m.done[tp][o] = m.logs[tp].leaderEpochAt(o) // a marker: its epoch as the answer gave it
 			}
 			if m.expectNext[tp] == sk.from {
 				m.expectNext[tp] = sk.to
@@ -578,7 +581,7 @@ func (m *model) AnswerResolve(t *rapid.T) {
 	for j := range res.Partitions {
 		e := r.At(j)
 		cur := m.current(e.Partition, e.Epoch)
-		if p := m.h.c.byTP(e.Partition); cur && (e.LeaderEpoch != p.leaderEpoch || e.ValidateEpoch != p.resolveValidateEpoch()) {
+		if p := m.h.c.byTP(e.Partition); cur && (e.LeaderEpoch != p.leaderEpoch || e.ValidateLeaderEpoch != p.resolveValidateLeaderEpoch()) {
 			cur = false // (vi)
 		}
 		if !cur {
@@ -587,18 +590,18 @@ func (m *model) AnswerResolve(t *rapid.T) {
 		lb := m.logs[e.Partition]
 		switch rapid.IntRange(0, 9).Draw(t, "lookup outcome") {
 		case 2, 3:
-			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch {
+			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.leaderEpoch {
 				res.Partitions[j] = resolve.PartitionResult{Err: errors.New("FENCED_LEADER_EPOCH"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
 				break
 			}
 			fallthrough
 		default:
-			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EpochEnd: -1, EpochEndOffset: -1}
+			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EndLeaderEpoch: -1, LeaderEpochEndOffset: -1}
 			if lb.hw > lb.start && rapid.Bool().Draw(t, "time found") {
 				pr.TimeOffset = int64(rapid.IntRange(int(lb.start), int(lb.hw)-1).Draw(t, "time offset"))
 			}
-			if e.ValidateEpoch >= 0 {
-				pr.EpochEnd, pr.EpochEndOffset = lb.endOffsetFor(e.ValidateEpoch)
+			if e.ValidateLeaderEpoch >= 0 {
+				pr.EndLeaderEpoch, pr.LeaderEpochEndOffset = lb.endOffsetFor(e.ValidateLeaderEpoch)
 			}
 			res.Partitions[j] = pr
 		case 0:
@@ -655,7 +658,7 @@ func (m *model) processed(o batchOut, owned, stale bool, end int64) {
 	for off := sp.Start; off < end; off++ {
 		m.covered[tp][off] = true
 		if !stale {
-			m.done[tp][off] = o.epochs[off-sp.Start]
+			m.done[tp][off] = o.leaderEpochs[off-sp.Start]
 		}
 	}
 }
@@ -727,53 +730,54 @@ func (m *model) Leaders(t *rapid.T) {
 		return
 	}
 	// one partition has no leader for a moment (its leader died, the
-	// next is not elected yet): no leader, no epoch
+	// next is not elected yet): no leader, no leader epoch
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "offline tp")
 	leaders := copyLeaders(m.leaders)
-	epochs := map[offsetstore.TopicPartition]int32{}
+	leaderEpochs := map[offsetstore.TopicPartition]int32{}
 	for tp, lb := range m.logs {
-		epochs[tp] = lb.epoch
+		leaderEpochs[tp] = lb.leaderEpoch
 	}
-	leaders[tp], epochs[tp] = -1, -1
-	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
+	leaders[tp], leaderEpochs[tp] = -1, -1
+	m.h.send(&fetch.Leaders{Leaders: leaders, LeaderEpochs: leaderEpochs})
 	m.afterStep(t)
 }
 
 // StaleLeaders delivers metadata from a broker behind the others: one
-// partition's leader and epoch as they were before its last election.
+// partition's leader and leader epoch as they were before its last
+// election.
 func (m *model) StaleLeaders(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "stale tp")
 	leaders := copyLeaders(m.leaders)
-	epochs := map[offsetstore.TopicPartition]int32{}
+	leaderEpochs := map[offsetstore.TopicPartition]int32{}
 	for tp, lb := range m.logs {
-		epochs[tp] = lb.epoch
+		leaderEpochs[tp] = lb.leaderEpoch
 	}
-	if epochs[tp] == 0 {
-		t.Skip("no older epoch")
+	if leaderEpochs[tp] == 0 {
+		t.Skip("no older leader epoch")
 	}
-	epochs[tp]--
+	leaderEpochs[tp]--
 	leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "stale leader"))
-	m.h.send(&fetch.Leaders{Leaders: leaders, Epochs: epochs})
+	m.h.send(&fetch.Leaders{Leaders: leaders, LeaderEpochs: leaderEpochs})
 	m.afterStep(t)
 }
 
 func (m *model) MoveLeader(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
-	m.logs[tp].newEpoch()
+	m.logs[tp].newLeaderEpoch()
 	m.afterStep(t)
 }
 
 // UncleanElection makes a replica that lacks the end of the log leader:
 // the log is cut back (the records after the cut are gone), and the new
-// leader's epoch starts at the cut. Records produced later take the lost
+// leader's leader epoch starts at the cut. Records produced later take the lost
 // offsets.
 func (m *model) UncleanElection(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
 	lb := m.logs[tp]
 	lb.hw = int64(rapid.IntRange(int(lb.start), int(lb.hw)).Draw(t, "cut at"))
 	m.leaders[tp] = int32(rapid.IntRange(1, 3).Draw(t, "leader"))
-	lb.newEpoch()
+	lb.newLeaderEpoch()
 	// the new leader takes writes at once: the lost offsets are reused
 	lb.hw += int64(rapid.IntRange(0, 8).Draw(t, "produced after"))
 	m.afterStep(t)
@@ -794,11 +798,11 @@ func (m *model) Retention(t *rapid.T) {
 
 func (m *model) Recreate(t *rapid.T) {
 	tp := rapid.SampledFrom(modelTPs).Draw(t, "tp")
-	// epochs keep growing: a new topic's would restart at 0, which
+	// leader epochs keep growing: a new topic's would restart at 0, which
 	// Kafka tells apart by topic id (not modelled)
 	old := m.logs[tp]
-	m.logs[tp] = &logBounds{start: 0, hw: 0, epoch: old.epoch}
-	m.logs[tp].newEpoch()
+	m.logs[tp] = &logBounds{start: 0, hw: 0, leaderEpoch: old.leaderEpoch}
+	m.logs[tp].newLeaderEpoch()
 	m.logs[tp].hw = int64(rapid.IntRange(0, 5).Draw(t, "new hw"))
 	m.afterStep(t)
 }
@@ -823,7 +827,7 @@ func (m *model) Garbage(t *rapid.T) {
 	case 1:
 		m.h.send(&fetch.Result{Request: fb}) // misaligned
 	case 2:
-		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch(), Leader: -1, LeaderEpoch: -1, ValidateEpoch: -1}})
+		rb := offsets.NewResolveRequest(m.gen, []offsets.ResolveEntry{{Partition: tp, Epoch: pos.Epoch(), Leader: -1, LeaderEpoch: -1, ValidateLeaderEpoch: -1}})
 		m.h.send(&resolve.Result{Request: rb, Partitions: []resolve.PartitionResult{{LogStart: 0, HighWatermark: 5}, {}}})
 	default:
 		b := fetch.NewBatch(tp, m.gen, pos.Epoch(), offsets.Span{Start: 0, End: 1}, nil, 0)
@@ -901,16 +905,16 @@ func (m *model) afterStep(t *rapid.T) {
 			lb := m.logs[tp]
 			o := batchOut{b: b, fenced: b.Epoch() <= m.fenced[tp]}
 			for off := sp.Start; off < sp.End; off++ {
-				o.epochs = append(o.epochs, lb.epochAt(off))
+				o.leaderEpochs = append(o.leaderEpochs, lb.leaderEpochAt(off))
 			}
 			m.out = append(m.out, o)
-			if e, ok := m.handed[tp][sp.Start-1]; ok && lb.epochAt(sp.Start-1) != e {
-				t.Fatalf("(vii) %s: batch %v handed out after offset %d, read in leader epoch %d, which the log now holds in epoch %d "+
+			if e, ok := m.handed[tp][sp.Start-1]; ok && lb.leaderEpochAt(sp.Start-1) != e {
+				t.Fatalf("(vii) %s: batch %v handed out after offset %d, read in leader epoch %d, which the log now holds in leader epoch %d "+
 					"(an unclean election truncated it), and no reset was reported; resets: %+v",
-					tp, sp, sp.Start-1, e, lb.epochAt(sp.Start-1), m.h.resets(tp))
+					tp, sp, sp.Start-1, e, lb.leaderEpochAt(sp.Start-1), m.h.resets(tp))
 			}
 			for o := sp.Start; o < sp.End; o++ {
-				m.handed[tp][o] = lb.epochAt(o)
+				m.handed[tp][o] = lb.leaderEpochAt(o)
 			}
 		}
 	}
@@ -958,7 +962,7 @@ func (m *model) checkCommit(t *rapid.T, req commit.Job) {
 			m.committed[e.Partition] = e.Offset
 		}
 		if h, ok := m.done[e.Partition][e.Offset-1]; ok && e.LeaderEpoch >= 0 && e.LeaderEpoch != h {
-			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was processed as read in epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
+			t.Fatalf("(viii) commit of %s at %d carries leader epoch %d; the record below it was processed as read in leader epoch %d", e.Partition, e.Offset, e.LeaderEpoch, h)
 		}
 	}
 }
@@ -1049,7 +1053,7 @@ func (m *model) sizedRecords(e offsets.FetchEntry, to, logStart, hw int64) fetch
 	// carry it
 	pr.LastLeaderEpoch = -1
 	if pr.Next > e.Position.Offset() {
-		pr.LastLeaderEpoch = m.logs[e.Partition].epochAt(pr.Next - 1)
+		pr.LastLeaderEpoch = m.logs[e.Partition].leaderEpochAt(pr.Next - 1)
 	}
 	if pr.Batch == nil {
 		return pr
@@ -1204,15 +1208,15 @@ func (m *model) drainRound(t *rapid.T) bool {
 		r := m.h.takeResolve()
 		// as AnswerResolve's Kafka does: a lookup with an older leader
 		// epoch is fenced, and OffsetForLeaderEpoch answers from the
-		// epoch history (none asked: -1, -1)
+		// leader epoch history (none asked: -1, -1)
 		m.h.answerResolve(r, func(e offsets.ResolveEntry) resolve.PartitionResult {
 			lb := m.logs[e.Partition]
-			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch {
+			if e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.leaderEpoch {
 				return resolve.PartitionResult{Err: errors.New("FENCED_LEADER_EPOCH"), NotLeader: true, LogStart: -1, HighWatermark: -1, TimeOffset: -1}
 			}
-			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EpochEnd: -1, EpochEndOffset: -1}
-			if e.ValidateEpoch >= 0 {
-				pr.EpochEnd, pr.EpochEndOffset = lb.endOffsetFor(e.ValidateEpoch)
+			pr := resolve.PartitionResult{LogStart: lb.start, HighWatermark: lb.hw, TimeOffset: -1, EndLeaderEpoch: -1, LeaderEpochEndOffset: -1}
+			if e.ValidateLeaderEpoch >= 0 {
+				pr.EndLeaderEpoch, pr.LeaderEpochEndOffset = lb.endOffsetFor(e.ValidateLeaderEpoch)
 			}
 			return pr
 		})
@@ -1238,10 +1242,10 @@ func (m *model) drainRound(t *rapid.T) bool {
 		m.h.answerFetch(f, func(e offsets.FetchEntry) fetch.PartitionResult {
 			lb, pos := m.logs[e.Partition], e.Position.Offset()
 			switch {
-			case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.epoch:
+			case e.LeaderEpoch >= 0 && e.LeaderEpoch < lb.leaderEpoch:
 				// as in AnswerFetch: a fetch with an older leader
 				// epoch is refused, whoever leads (KIP-320); the
-				// partition learns the new epoch and validates
+				// partition learns the new leader epoch and validates
 				moved = true
 				return fetch.PartitionResult{Outcome: fetch.NotLeader, Err: errors.New("FENCED_LEADER_EPOCH"), Next: pos, LogStart: -1, HighWatermark: -1}
 			case m.leaders[e.Partition] != f.Broker():

@@ -39,22 +39,23 @@ func (r *recentMarks) note(bt *fetch.Batch, end int64) {
 // the end of the last few spans marked processed, so a commit can carry
 // the leader epoch of the last record it covers (OffsetCommit v7+). Only
 // an exact match counts: a commit at an offset no remembered span ends
-// at carries no epoch (-1), since an older epoch would make the next
-// owner's check (OffsetForLeaderEpoch) report a divergence that is not
+// at carries no leader epoch (-1), since an older one would make the
+// next owner's check (OffsetForLeaderEpoch) report a divergence that is not
 // there.
 type leaderEpochMarks struct {
-	ends   [4]int64
-	epochs [4]int32
-	next   uint8
+	ends         [4]int64
+	leaderEpochs [4]int32 // plus one (0: empty)
+	next         uint8
 }
 
-// note remembers that the record at end-1 has leader epoch epoch (>= 0).
-func (m *leaderEpochMarks) note(end int64, epoch int32) {
-	if epoch < 0 {
+// note remembers that the record at end-1 has leader epoch leaderEpoch
+// (>= 0).
+func (m *leaderEpochMarks) note(end int64, leaderEpoch int32) {
+	if leaderEpoch < 0 {
 		return
 	}
 	i := m.next % uint8(len(m.ends))
-	m.ends[i], m.epochs[i] = end, epoch+1 // 0: empty
+	m.ends[i], m.leaderEpochs[i] = end, leaderEpoch+1
 	m.next++
 }
 
@@ -64,8 +65,8 @@ func (m *leaderEpochMarks) at(off int64) int32 {
 	n := uint8(len(m.ends))
 	for k := uint8(1); k <= n; k++ {
 		i := (m.next - k) % n
-		if m.epochs[i] != 0 && m.ends[i] == off {
-			return m.epochs[i] - 1
+		if m.leaderEpochs[i] != 0 && m.ends[i] == off {
+			return m.leaderEpochs[i] - 1
 		}
 	}
 	return -1

@@ -32,7 +32,7 @@ func (c *coordinator) onSeek(e *seekEvent) error {
 	if p.state == Stopped {
 		c.stats.stoppedPartitions.Add(-1)
 	}
-	p.fetchedEpoch, p.validateEpoch = -1, -1 // the leader epoch of the record before the target is unknown
+	p.fetchedLeaderEpoch, p.validateLeaderEpoch = -1, -1 // the leader epoch of the record before the target is unknown
 	c.newEpoch(p)
 	p.seekEpoch = p.epoch
 	p.seek, p.from = true, from

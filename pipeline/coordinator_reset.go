@@ -39,7 +39,7 @@ func (c *coordinator) onResolve(r *resolve.Result) {
 			continue
 		}
 		if !current || e.Epoch != p.epoch || e.Request != p.req || e.LeaderEpoch != p.leaderEpoch ||
-			e.ValidateEpoch != p.resolveValidateEpoch() ||
+			e.ValidateLeaderEpoch != p.resolveValidateLeaderEpoch() ||
 			(p.state != AwaitReset && p.state != AwaitValidation) {
 			c.stale("lookup result", e.Partition)
 			c.needResolve = true
@@ -85,10 +85,10 @@ type startDecision struct {
 
 // decideStart is the reset decision: where a partition whose start
 // request is req (seek: a seek asked for it; recreated: its topic was
-// recreated; validateEpoch: the leader epoch of the record before an
-// offset being validated, -1 if none) starts, given the lookup's answer
-// and the reset policy. It has no effects.
-func decideStart(req offsetstore.StartRequest, seek, recreated bool, validateEpoch int32,
+// recreated; validateLeaderEpoch: the leader epoch of the record before
+// an offset being validated, -1 if none) starts, given the lookup's
+// answer and the reset policy. It has no effects.
+func decideStart(req offsetstore.StartRequest, seek, recreated bool, validateLeaderEpoch int32,
 	pr *resolve.PartitionResult, policy offsetstore.ResetPolicy) startDecision {
 	ls, hw := pr.LogStart, pr.HighWatermark
 	byPolicy := func(d startDecision) startDecision {
@@ -123,22 +123,22 @@ func decideStart(req offsetstore.StartRequest, seek, recreated bool, validateEpo
 	}
 	off, _ := req.Offset() // an offset to validate
 	switch {
-	case validateEpoch >= 0 && pr.EpochEndOffset >= 0 && pr.EpochEndOffset < off:
-		// The leader's log holds the epoch of the record before off
-		// only up to EpochEndOffset: it diverged below off (an unclean
-		// election truncated it). Resume at the divergence point: what
-		// the new leader wrote from there on is new.
-		return startDecision{to: max(pr.EpochEndOffset, ls), reason: offsetstore.ReasonLogTruncation, dataLoss: true, truncated: true}
+	case validateLeaderEpoch >= 0 && pr.LeaderEpochEndOffset >= 0 && pr.LeaderEpochEndOffset < off:
+		// The leader's log holds the leader epoch of the record before
+		// off only up to LeaderEpochEndOffset: it diverged below off (an
+		// unclean election truncated it). Resume at the divergence
+		// point: what the new leader wrote from there on is new.
+		return startDecision{to: max(pr.LeaderEpochEndOffset, ls), reason: offsetstore.ReasonLogTruncation, dataLoss: true, truncated: true}
 	case seek:
 		// a sought offset outside the log is clamped to it (the event's
 		// log bounds say so)
 		return startDecision{to: min(max(off, ls), hw), reason: offsetstore.ReasonSeek}
 	case off < ls:
 		return startDecision{to: ls, reason: offsetstore.ReasonBelowLogStart}
-	case validateEpoch >= 0 && pr.EpochEndOffset >= off:
-		// the leader's log holds the epoch of the record before off up
-		// to off or past it: the position is valid, even if a new
-		// leader's high watermark has not caught up yet
+	case validateLeaderEpoch >= 0 && pr.LeaderEpochEndOffset >= off:
+		// the leader's log holds the leader epoch of the record before
+		// off up to off or past it: the position is valid, even if a
+		// new leader's high watermark has not caught up yet
 		return startDecision{to: off}
 	case off > hw:
 		return byPolicy(startDecision{reason: offsetstore.ReasonAboveHighWatermark, dataLoss: true})
@@ -150,7 +150,7 @@ func decideStart(req offsetstore.StartRequest, seek, recreated bool, validateEpo
 // fetching, with a reset event when it moved, or stops it.
 func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	ls, hw := pr.LogStart, pr.HighWatermark
-	d := decideStart(p.req, p.seek, p.recreated, p.resolveValidateEpoch(), pr, c.cfg.policy)
+	d := decideStart(p.req, p.seek, p.recreated, p.resolveValidateLeaderEpoch(), pr, c.cfg.policy)
 	if p.req.Kind() == offsetstore.StartByPolicy {
 		p.recreated = false
 	}
@@ -166,21 +166,21 @@ func (c *coordinator) resolved(p *partition, pr *resolve.PartitionResult) {
 	if d.truncated {
 		off, _ := p.req.Offset()
 		c.log.Warn("log truncation detected: the partition's log diverged below the position", zap.Stringer("partition", p.tp),
-			zap.Int64("offset", off), zap.Int32("fetched_leader_epoch", p.validateEpoch),
-			zap.Int32("leader_epoch", pr.EpochEnd), zap.Int64("epoch_end_offset", pr.EpochEndOffset),
+			zap.Int64("offset", off), zap.Int32("fetched_leader_epoch", p.validateLeaderEpoch),
+			zap.Int32("leader_epoch", pr.EndLeaderEpoch), zap.Int64("leader_epoch_end_offset", pr.LeaderEpochEndOffset),
 			zap.Int32("current_leader_epoch", p.leaderEpoch))
 	}
 	if reason == 0 {
-		// validated: resume where we were, same epoch
-		p.validateEpoch = -1
+		// validated: resume where we were, same (partition) epoch
+		p.validateLeaderEpoch = -1
 		c.startFetching(p, to)
 		return
 	}
 	// where the partition resumes, the leader epoch of the record before
 	// it is only known at a divergence point
-	p.fetchedEpoch, p.validateEpoch = -1, -1
-	if reason == offsetstore.ReasonLogTruncation && to == pr.EpochEndOffset {
-		p.fetchedEpoch = pr.EpochEnd
+	p.fetchedLeaderEpoch, p.validateLeaderEpoch = -1, -1
+	if reason == offsetstore.ReasonLogTruncation && to == pr.LeaderEpochEndOffset {
+		p.fetchedLeaderEpoch = pr.EndLeaderEpoch
 	}
 	from := p.from
 	ev := offsetstore.ResetEvent{
@@ -231,7 +231,7 @@ func (c *coordinator) moveWatermark(p *partition, from, to int64, dataLoss bool)
 		p.wm = offsets.NewWatermark(c.gen, p.epoch, to)
 	case dataLoss:
 		p.wm.Restart(p.epoch, to)
-		p.markEpochs.forget() // the old lineage's offsets name other records now
+		p.markedLeaderEpochs.forget() // the old lineage's offsets name other records now
 		p.committed = -1
 	case p.seek && to > committable:
 		p.wm.Skip(offsets.Span{Start: committable, End: to})
@@ -305,7 +305,7 @@ func (c *coordinator) planResolve() {
 		p.op = opResolve
 		slots = append(slots, p.slot)
 		entries = append(entries, offsets.ResolveEntry{Partition: p.tp, Request: p.req, Epoch: p.epoch,
-			Leader: p.leader, LeaderEpoch: p.leaderEpoch, ValidateEpoch: p.resolveValidateEpoch()})
+			Leader: p.leader, LeaderEpoch: p.leaderEpoch, ValidateLeaderEpoch: p.resolveValidateLeaderEpoch()})
 	}
 	c.scratchR, c.scratchSlots = entries[:0], slots[:0]
 	if len(entries) == 0 {

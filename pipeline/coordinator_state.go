@@ -75,8 +75,9 @@ type partition struct {
 	// epoch is the partition's incarnation: every assignment, reset and
 	// seek gives it a new one, and a result of an older one is dropped.
 	epoch offsetstore.Epoch
-	// seekEpoch is the epoch the last Seek gave the partition: batches
-	// handed out in older epochs were handed out before it.
+	// seekEpoch is the (partition) epoch the last Seek gave the
+	// partition: batches handed out in older epochs were handed out
+	// before it.
 	seekEpoch offsetstore.Epoch
 	// recreated: the partition was assigned after its topic was deleted
 	// and created again; its start by the reset policy is reported as
@@ -91,17 +92,17 @@ type partition struct {
 	// unknown. A result of a request sent with another leader epoch is
 	// stale.
 	leaderEpoch int32
-	// fetchedEpoch is the leader epoch of the record just before the
-	// position (the last one fetched, or the committed offset's); -1
+	// fetchedLeaderEpoch is the leader epoch of the record just before
+	// the position (the last one fetched, or the committed offset's); -1
 	// unknown (after a seek or a reset). It is what a leader change or
-	// an out-of-range answer is checked with (validateEpoch).
-	fetchedEpoch int32
-	// validateEpoch is the leader epoch the pending validation asks the
-	// leader about (OffsetForLeaderEpoch), -1 for none.
-	validateEpoch int32
-	// markEpochs: the leader epochs of the last spans marked processed,
-	// for the commit's leader epoch.
-	markEpochs leaderEpochMarks
+	// an out-of-range answer is checked with (validateLeaderEpoch).
+	fetchedLeaderEpoch int32
+	// validateLeaderEpoch is the leader epoch the pending validation asks
+	// the leader about (OffsetForLeaderEpoch), -1 for none.
+	validateLeaderEpoch int32
+	// markedLeaderEpochs: the leader epochs of the last spans marked
+	// processed, for the commit's leader epoch.
+	markedLeaderEpochs leaderEpochMarks
 
 	leaderF *fetcher // the fetcher this partition goes to, cached
 	paused  bool     // mirrors coordinator.paused for this partition
@@ -198,14 +199,14 @@ func (p *partition) currentOffset() int64 {
 	return -1
 }
 
-// resolveValidateEpoch is the leader epoch a lookup of p asks the leader
-// about (ResolveEntry.ValidateEpoch): p.validateEpoch while p validates
-// an offset that is not a seek's, else -1.
-func (p *partition) resolveValidateEpoch() int32 {
+// resolveValidateLeaderEpoch is the leader epoch a lookup of p asks the
+// leader about (ResolveEntry.ValidateLeaderEpoch): p.validateLeaderEpoch
+// while p validates an offset that is not a seek's, else -1.
+func (p *partition) resolveValidateLeaderEpoch() int32 {
 	if p.state != AwaitValidation || p.seek {
 		return -1
 	}
-	return p.validateEpoch
+	return p.validateLeaderEpoch
 }
 
 // needsResolve reports whether the partition waits for a lookup that can

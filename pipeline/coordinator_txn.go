@@ -247,7 +247,7 @@ func (c *coordinator) rewind(p *partition, cause error) {
 		c.log.Info("partition reset", zap.Stringer("partition", p.tp), zap.Stringer("reason", ev.Reason),
 			zap.Int64("from", from), zap.Int64("to", to), zap.NamedError("cause", cause))
 	}
-	p.fetchedEpoch, p.validateEpoch = -1, -1
+	p.fetchedLeaderEpoch, p.validateLeaderEpoch = -1, -1
 	p.seek = false
 	c.startFetching(p, to)
 }

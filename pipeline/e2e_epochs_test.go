@@ -70,19 +70,19 @@ func readCommittedLatest(t *testing.T, c *kafkatest.Kafka) {
 	}
 }
 
-// epochRequests records, per broker, the leader epochs the requests for
+// leaderEpochRequests records, per broker, the leader epochs the requests for
 // one partition carried.
-type epochRequests struct {
+type leaderEpochRequests struct {
 	mu sync.Mutex
 	// fetches: CurrentLeaderEpoch of each Fetch, in order, with the node
-	fetches []nodeEpoch
+	fetches []nodeLeaderEpoch
 	// validations: OffsetForLeaderEpoch requests
 	validations []validation
 }
 
-type nodeEpoch struct {
-	node  int32
-	epoch int32
+type nodeLeaderEpoch struct {
+	node        int32
+	leaderEpoch int32
 }
 
 type validation struct {
@@ -91,7 +91,7 @@ type validation struct {
 }
 
 // watch intercepts c's Fetch and OffsetForLeaderEpoch requests for tp.
-func (e *epochRequests) watch(t *testing.T, c *kafkatest.Kafka, tp offsetstore.TopicPartition) {
+func (e *leaderEpochRequests) watch(t *testing.T, c *kafkatest.Kafka, tp offsetstore.TopicPartition) {
 	c.Intercept(t, kmsg.Fetch, func(node int32, req kmsg.Request) kafkatest.Action {
 		r, ok := req.(*kmsg.FetchRequest)
 		if !ok {
@@ -101,7 +101,7 @@ func (e *epochRequests) watch(t *testing.T, c *kafkatest.Kafka, tp offsetstore.T
 			for _, rp := range rt.Partitions {
 				if rt.Topic == tp.Topic && rp.Partition == tp.Partition {
 					e.mu.Lock()
-					e.fetches = append(e.fetches, nodeEpoch{node, rp.CurrentLeaderEpoch})
+					e.fetches = append(e.fetches, nodeLeaderEpoch{node, rp.CurrentLeaderEpoch})
 					e.mu.Unlock()
 				}
 			}
@@ -126,7 +126,7 @@ func (e *epochRequests) watch(t *testing.T, c *kafkatest.Kafka, tp offsetstore.T
 	})
 }
 
-func (e *epochRequests) snapshot() ([]nodeEpoch, []validation) {
+func (e *leaderEpochRequests) snapshot() ([]nodeLeaderEpoch, []validation) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.fetches), slices.Clone(e.validations)
@@ -135,8 +135,8 @@ func (e *epochRequests) snapshot() ([]nodeEpoch, []validation) {
 // TestLeaderMoveCarriesEpochs: while the pipeline fetches, the partition's
 // leader moves. Every fetch carries the leader epoch of the broker it
 // goes to (never -1), the new leader is asked where the last record's
-// epoch ends (OffsetForLeaderEpoch) before fetching goes on there, and no
-// record is lost or reset.
+// leader epoch ends (OffsetForLeaderEpoch) before fetching goes on there,
+// and no record is lost or reset.
 func TestLeaderMoveCarriesEpochs(t *testing.T) { leaderMoveCarriesEpochs(t, kafkatest.New(t, 2).Kafka) }
 
 func leaderMoveCarriesEpochs(t *testing.T, c *kafkatest.Kafka) {
@@ -149,9 +149,9 @@ func leaderMoveCarriesEpochs(t *testing.T, c *kafkatest.Kafka) {
 		to = c.Nodes[1]
 	}
 	c.Produce(t, topic, 0, 20, values("before"))
-	var seen epochRequests
+	var seen leaderEpochRequests
 	seen.watch(t, c, tp)
-	oldEpoch := c.LeaderEpoch(t, topic, 0)
+	oldLeaderEpoch := c.LeaderEpoch(t, topic, 0)
 
 	ev := &events{}
 	rec := newRecorder()
@@ -159,9 +159,9 @@ func leaderMoveCarriesEpochs(t *testing.T, c *kafkatest.Kafka) {
 	waitFor(t, 30*time.Second, "the first records", func() bool { return len(rec.offsets(tp)) >= 20 })
 
 	c.MoveLeader(t, topic, 0, to)
-	newEpoch := c.LeaderEpoch(t, topic, 0)
-	if newEpoch <= oldEpoch {
-		t.Fatalf("leader epoch %d after the move, was %d", newEpoch, oldEpoch)
+	newLeaderEpoch := c.LeaderEpoch(t, topic, 0)
+	if newLeaderEpoch <= oldLeaderEpoch {
+		t.Fatalf("leader epoch %d after the move, was %d", newLeaderEpoch, oldLeaderEpoch)
 	}
 	c.Produce(t, topic, 0, 20, values("after"))
 	waitFor(t, 60*time.Second, "every record", func() bool { return len(rec.offsets(tp)) >= 40 })
@@ -179,21 +179,21 @@ func leaderMoveCarriesEpochs(t *testing.T, c *kafkatest.Kafka) {
 	var toNew int
 	for _, f := range fetches {
 		switch {
-		case f.epoch < 0:
+		case f.leaderEpoch < 0:
 			t.Fatalf("a fetch to node %d carried no leader epoch: %+v", f.node, fetches)
-		case f.node == to && f.epoch == newEpoch:
+		case f.node == to && f.leaderEpoch == newLeaderEpoch:
 			toNew++
 		}
 	}
 	if toNew == 0 {
-		t.Fatalf("no fetch to the new leader %d with leader epoch %d: %+v", to, newEpoch, fetches)
+		t.Fatalf("no fetch to the new leader %d with leader epoch %d: %+v", to, newLeaderEpoch, fetches)
 	}
-	// (on Kafka a move may pass through an epoch of its own: the
-	// validation may carry any epoch past the old one)
+	// (on Kafka a move may pass through a leader epoch of its own: the
+	// validation may carry any leader epoch past the old one)
 	if !slices.ContainsFunc(validations, func(v validation) bool {
-		return v.node == to && v.requested == oldEpoch && v.current > oldEpoch && v.current <= newEpoch
+		return v.node == to && v.requested == oldLeaderEpoch && v.current > oldLeaderEpoch && v.current <= newLeaderEpoch
 	}) {
-		t.Fatalf("the new leader %d was not asked where epoch %d ends (under epoch %d): %+v", to, oldEpoch, newEpoch, validations)
+		t.Fatalf("the new leader %d was not asked where leader epoch %d ends (under leader epoch %d): %+v", to, oldLeaderEpoch, newLeaderEpoch, validations)
 	}
 	for _, rs := range ev.resetsOf(tp) {
 		if rs.Reason != offsetstore.ReasonNoCommittedOffset {
@@ -203,13 +203,14 @@ func leaderMoveCarriesEpochs(t *testing.T, c *kafkatest.Kafka) {
 	if n := ev.stoppedCount(); n != 0 {
 		t.Fatalf("%d partitions stopped", n)
 	}
-	t.Logf("leader %d -> %d, epoch %d -> %d; %d fetches, validations %+v", from, to, oldEpoch, newEpoch, len(fetches), validations)
+	t.Logf("leader %d -> %d, leader epoch %d -> %d; %d fetches, validations %+v", from, to, oldLeaderEpoch, newLeaderEpoch, len(fetches), validations)
 }
 
 // TestLogTruncationReported: after a leader move the new leader says the
-// epoch of the last record read ends below the position (kfake cannot
-// lose records, so its answer is replaced: an unclean election that
-// truncated the log answers this way; the real-Kafka suite makes one).
+// leader epoch of the last record read ends below the position (kfake
+// cannot lose records, so its answer is replaced: an unclean election
+// that truncated the log answers this way; the real-Kafka suite makes
+// one).
 // The divergence is reported as a log_truncation reset with data loss,
 // counted, and the partition resumes at the divergence point: everything
 // from there is processed (again) and committed.
@@ -290,15 +291,15 @@ func TestLogTruncationReported(t *testing.T) {
 // TestTopicRecreatedUnderRunningPipeline: the topic is deleted and
 // created again while the pipeline reads it; the new topic's leader
 // epochs start over, below the one the pipeline knew. The pipeline takes
-// the new epoch (it does not keep fetching with the old one, which the
-// broker refuses forever) and reads the new topic's records.
+// the new leader epoch (it does not keep fetching with the old one, which
+// the broker refuses forever) and reads the new topic's records.
 func TestTopicRecreatedUnderRunningPipeline(t *testing.T) {
 	c := kafkatest.New(t, 2)
 	topic, group := c.Name("again"), c.Name("g-again")
 	tp := offsetstore.TopicPartition{Topic: topic, Partition: 0}
 	c.CreateTopic(t, topic, 1)
 	c.Produce(t, topic, 0, 10, values("old"))
-	for i := 0; i < 3; i++ { // the old topic's epoch climbs
+	for i := 0; i < 3; i++ { // the old topic's leader epoch climbs
 		c.MoveLeader(t, topic, 0, int32(1-i%2))
 	}
 	old := c.LeaderEpoch(t, topic, 0)

@@ -72,7 +72,7 @@ func (v *valueRecorder) at(offset int64) []string {
 
 // partitionState reads a partition's leader, leader epoch and ISR from
 // Metadata.
-func partitionState(ctx context.Context, c *kafkatest.Kafka, topic string) (leader, epoch int32, isr []int32, err error) {
+func partitionState(ctx context.Context, c *kafkatest.Kafka, topic string) (leader, leaderEpoch int32, isr []int32, err error) {
 	md, err := c.Admin.Metadata(ctx, topic)
 	if err != nil {
 		return -1, -1, nil, err
@@ -195,9 +195,9 @@ func uncleanElectionTruncates(t *testing.T, c *kafkatest.Kafka, rc *realkafka.Cl
 	cfg.Consumer.AutoOffsetReset = offsetstore.ResetEarliest
 	// The position, with the leader epoch of its last record, lives in
 	// the pipeline: a rebalance between the election and the check would
-	// restart the partition from its committed offset, which kafka-go's
-	// group member commits without its epoch (OffsetCommit v2), so the
-	// divergence could not be seen. A session timeout this machine's load
+	// restart the partition from its committed offset, and check that
+	// instead (with the leader epoch committed with it), not the
+	// position this test is about. A session timeout this machine's load
 	// cannot exceed keeps the member in its generation.
 	cfg.Consumer.SessionTimeout, cfg.Consumer.HeartbeatInterval, cfg.Consumer.RebalanceTimeout = 20*time.Second, 500*time.Millisecond, 20*time.Second
 	r := start(t, cfg, append(ev.options(), pipeline.WithStage("record", vals), pipeline.WithLogger(logging.ForStage(log)))...)
@@ -215,7 +215,7 @@ func uncleanElectionTruncates(t *testing.T, c *kafkatest.Kafka, rc *realkafka.Cl
 	waitFor(t, time.Minute, "the records only the leader has, committed", func() bool {
 		return vals.has(19, "lost-9") && c.Committed(t, group, topic)[0] == 20
 	})
-	_, epochA, _, _ := partitionState(ctx, c, topic)
+	_, leaderEpochA, _, _ := partitionState(ctx, c, topic)
 
 	// the leader dies; the out-of-sync replica comes back and is elected
 	if err := rc.Kill(a); err != nil {
@@ -232,8 +232,8 @@ func uncleanElectionTruncates(t *testing.T, c *kafkatest.Kafka, rc *realkafka.Cl
 		elected, _ = c.Admin.ElectLeaders(ctx, kadm.ElectLiveReplica, kadm.TopicsSet{topic: {0: {}}})
 		return false
 	})
-	_, epochB, _, _ := partitionState(ctx, c, topic)
-	t.Logf("node %d leads in epoch %d (was %d under node %d); election results %+v", b, epochB, epochA, a, elected)
+	_, leaderEpochB, _, _ := partitionState(ctx, c, topic)
+	t.Logf("node %d leads in leader epoch %d (was %d under node %d); election results %+v", b, leaderEpochB, leaderEpochA, a, elected)
 	produceValues(t, acksOneProducer(t, c), topic, "new", 15) // 10..24 on B
 
 	waitFor(t, 2*time.Minute, "every record written after the divergence", func() bool {

@@ -55,7 +55,7 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 		m.brokers.Set(addrs)
 	}
 	leaders := make(map[offsetstore.TopicPartition]int32)
-	epochs := make(map[offsetstore.TopicPartition]int32)
+	leaderEpochs := make(map[offsetstore.TopicPartition]int32)
 	var missing []string
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 {
@@ -63,19 +63,19 @@ func (m *Metadata) Leaders(ctx context.Context, refresh bool) *Leaders {
 			continue
 		}
 		for _, p := range t.Partitions {
-			leader, epoch := p.LeaderID, p.LeaderEpoch
+			leader, leaderEpoch := p.LeaderID, p.LeaderEpoch
 			if p.ErrorCode != 0 && p.ErrorCode != kerr.ReplicaNotAvailable.Code {
-				leader, epoch = -1, -1
+				leader, leaderEpoch = -1, -1
 			}
 			tp := offsetstore.TopicPartition{Topic: t.Name, Partition: p.PartitionIndex}
 			leaders[tp] = leader
-			epochs[tp] = epoch
+			leaderEpochs[tp] = leaderEpoch
 		}
 	}
-	l := &Leaders{Leaders: leaders, Epochs: epochs}
+	l := &Leaders{Leaders: leaders, LeaderEpochs: leaderEpochs}
 	if len(leaders) == 0 && len(missing) > 0 {
 		l.Err = fmt.Errorf("metadata: no partition of %v is available; check the topic names and that the brokers are up", missing)
-		l.Leaders, l.Epochs = nil, nil
+		l.Leaders, l.LeaderEpochs = nil, nil
 	}
 	return l
 }

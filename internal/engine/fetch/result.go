@@ -98,9 +98,9 @@ type Result struct {
 // consumed topics. A partition with no leader maps to -1.
 type Leaders struct {
 	Leaders map[offsetstore.TopicPartition]int32
-	// Epochs is each partition's leader epoch (KIP-320), -1 when the
+	// LeaderEpochs is each partition's leader epoch (KIP-320), -1 when the
 	// partition has no leader or the broker did not say (Metadata below
 	// v7).
-	Epochs map[offsetstore.TopicPartition]int32
-	Err    error // the refresh failed; Leaders is empty
+	LeaderEpochs map[offsetstore.TopicPartition]int32
+	Err          error // the refresh failed; Leaders is empty
 }

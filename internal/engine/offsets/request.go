@@ -46,7 +46,7 @@ type FetchEntry struct {
 	Position  Position
 	// LeaderEpoch is the leader epoch the metadata gave the partition's
 	// leader, sent as CurrentLeaderEpoch (KIP-320); -1 when unknown. The
-	// zero value is epoch 0, a real epoch: set it.
+	// zero value is leader epoch 0, a real one: set it.
 	LeaderEpoch int32
 }
 
@@ -114,7 +114,8 @@ func (b FetchRequest) MaxBytes() int32 { return b.maxBytes }
 func (b FetchRequest) PositionAt(i int) Position { return b.entries[i].Position }
 
 // ResolveEntry is one partition of a [ResolveRequest]: look up what Request
-// needs, for the partition's Epoch.
+// needs, for the partition's Epoch (its incarnation, not Kafka's leader
+// epoch).
 type ResolveEntry struct {
 	Partition offsetstore.TopicPartition
 	Request   offsetstore.StartRequest
@@ -122,15 +123,16 @@ type ResolveEntry struct {
 	// Leader is the broker the metadata says leads the partition, -1 if
 	// unknown; LeaderEpoch is its leader epoch, sent as
 	// CurrentLeaderEpoch in ListOffsets and OffsetForLeaderEpoch, -1 if
-	// unknown. The zero values name broker 0 and epoch 0: set them.
+	// unknown. The zero values name broker 0 and leader epoch 0: set
+	// them.
 	Leader      int32
 	LeaderEpoch int32
-	// ValidateEpoch, when >= 0, is the leader epoch of the record just
-	// before Request's offset (the last record fetched or committed): the
-	// resolver asks the leader where that epoch ends (OffsetForLeaderEpoch)
-	// so the coordinator can tell whether the log diverged below the
-	// offset (KIP-320). -1: no such check.
-	ValidateEpoch int32
+	// ValidateLeaderEpoch, when >= 0, is the leader epoch of the record
+	// just before Request's offset (the last record fetched or
+	// committed): the resolver asks the leader where that leader epoch
+	// ends (OffsetForLeaderEpoch) so the coordinator can tell whether the
+	// log diverged below the offset (KIP-320). -1: no such check.
+	ValidateLeaderEpoch int32
 }
 
 // ResolveRequest is one lookup of log bounds (ListOffsets) for partitions

@@ -2,7 +2,7 @@
 // bounds (log start offset, high watermark or, under read_committed, the
 // last stable offset) and time offsets of partitions with batched
 // ListOffsets requests, and where a leader epoch must be checked, where
-// that epoch ends on the leader (OffsetForLeaderEpoch), for the
+// that leader epoch ends on the leader (OffsetForLeaderEpoch), for the
 // coordinator to turn start requests into positions and to validate
 // offsets.
 //
@@ -45,8 +45,8 @@ type Config struct {
 	ReadCommitted bool
 	// Dial connects to a broker by node id, for the requests that must go
 	// to a partition's leader and that the Client's transport does not
-	// route (OffsetForLeaderEpoch). nil: epochs are never checked, and
-	// every entry's EpochEndOffset is -1.
+	// route (OffsetForLeaderEpoch). nil: leader epochs are never
+	// checked, and every entry's LeaderEpochEndOffset is -1.
 	Dial func(ctx context.Context, broker int32) (*kafkawire.Conn, error)
 }
 
@@ -71,19 +71,19 @@ type key struct {
 
 // Resolve looks up every entry of b: log start, end (high watermark or
 // last stable offset) and, for AtTime requests, the offset at the time;
-// for entries with a ValidateEpoch, where that epoch ends on the leader.
-// Every request carries the entry's LeaderEpoch as CurrentLeaderEpoch. It
+// for entries with a ValidateLeaderEpoch, where that leader epoch ends on
+// the leader. Every request carries the entry's LeaderEpoch as CurrentLeaderEpoch. It
 // returns one result per entry, in order; a failed lookup is that entry's
 // Err.
 func (r *Resolver) Resolve(ctx context.Context, b offsets.ResolveRequest) *Result {
 	res := &Result{Request: b, Partitions: make([]PartitionResult, b.Len())}
 	for i := range res.Partitions {
-		res.Partitions[i] = PartitionResult{LogStart: -1, HighWatermark: -1, TimeOffset: -1, EpochEndOffset: -1, EpochEnd: -1}
+		res.Partitions[i] = PartitionResult{LogStart: -1, HighWatermark: -1, TimeOffset: -1, LeaderEpochEndOffset: -1, EndLeaderEpoch: -1}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	r.listOffsets(ctx, b, res)
-	r.epochEnds(ctx, b, res)
+	r.leaderEpochEnds(ctx, b, res)
 	return res
 }
 
@@ -181,19 +181,19 @@ func (r *Resolver) listOffsets(ctx context.Context, b offsets.ResolveRequest, re
 	}
 }
 
-// epochEnds asks each leader, for the entries with a ValidateEpoch that
-// ListOffsets answered, where that epoch ends in its log
-// (OffsetForLeaderEpoch). kafka-go's protocol package has no
+// leaderEpochEnds asks each leader, for the entries with a
+// ValidateLeaderEpoch that ListOffsets answered, where that leader epoch
+// ends in its log (OffsetForLeaderEpoch). kafka-go's protocol package has no
 // OffsetForLeaderEpoch, so it is framed with franz-go's kmsg on a
 // connection of the resolver's own to the leader, like the fetch path's
 // Fetch (see docs/architecture.md).
-func (r *Resolver) epochEnds(ctx context.Context, b offsets.ResolveRequest, res *Result) {
+func (r *Resolver) leaderEpochEnds(ctx context.Context, b offsets.ResolveRequest, res *Result) {
 	if r.cfg.Dial == nil {
 		return
 	}
 	byLeader := map[int32][]int{}
 	for i := 0; i < b.Len(); i++ {
-		if e := b.At(i); e.ValidateEpoch >= 0 && res.Partitions[i].Err == nil {
+		if e := b.At(i); e.ValidateLeaderEpoch >= 0 && res.Partitions[i].Err == nil {
 			if e.Leader < 0 {
 				fail(&res.Partitions[i], fmt.Errorf("OffsetForLeaderEpoch %s: no known leader", e.Partition))
 				res.Partitions[i].NotLeader = true
@@ -203,11 +203,11 @@ func (r *Resolver) epochEnds(ctx context.Context, b offsets.ResolveRequest, res 
 		}
 	}
 	for leader, idx := range byLeader {
-		r.epochEndsAt(ctx, leader, b, idx, res)
+		r.leaderEpochEndsAt(ctx, leader, b, idx, res)
 	}
 }
 
-func (r *Resolver) epochEndsAt(ctx context.Context, leader int32, b offsets.ResolveRequest, idx []int, res *Result) {
+func (r *Resolver) leaderEpochEndsAt(ctx context.Context, leader int32, b offsets.ResolveRequest, idx []int, res *Result) {
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = offsetForLeaderEpochVersion
 	req.ReplicaID = -1
@@ -225,7 +225,7 @@ func (r *Resolver) epochEndsAt(ctx context.Context, leader int32, b offsets.Reso
 		p := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		p.Partition = e.Partition.Partition
 		p.CurrentLeaderEpoch = e.LeaderEpoch
-		p.LeaderEpoch = e.ValidateEpoch
+		p.LeaderEpoch = e.ValidateLeaderEpoch
 		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)
 	}
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
@@ -241,15 +241,15 @@ func (r *Resolver) epochEndsAt(ctx context.Context, leader int32, b offsets.Reso
 		return
 	}
 	type answer struct {
-		code  int16
-		epoch int32
-		end   int64
-		found bool
+		code        int16
+		leaderEpoch int32
+		end         int64
+		found       bool
 	}
 	got := map[key]answer{}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			got[key{t.Topic, p.Partition}] = answer{code: p.ErrorCode, epoch: p.LeaderEpoch, end: p.EndOffset, found: true}
+			got[key{t.Topic, p.Partition}] = answer{code: p.ErrorCode, leaderEpoch: p.LeaderEpoch, end: p.EndOffset, found: true}
 		}
 	}
 	for _, i := range idx {
@@ -260,10 +260,10 @@ func (r *Resolver) epochEndsAt(ctx context.Context, leader int32, b offsets.Reso
 		case !a.found:
 			pr.Err = fmt.Errorf("OffsetForLeaderEpoch %s: partition missing from the response of broker %d", e.Partition, leader)
 		case a.code != 0:
-			fail(pr, fmt.Errorf("OffsetForLeaderEpoch %s (epoch %d, current %d) to broker %d: %w",
-				e.Partition, e.ValidateEpoch, e.LeaderEpoch, leader, kafkawire.CodeError(a.code)))
+			fail(pr, fmt.Errorf("OffsetForLeaderEpoch %s (leader epoch %d, current %d) to broker %d: %w",
+				e.Partition, e.ValidateLeaderEpoch, e.LeaderEpoch, leader, kafkawire.CodeError(a.code)))
 		default:
-			pr.EpochEnd, pr.EpochEndOffset = a.epoch, a.end
+			pr.EndLeaderEpoch, pr.LeaderEpochEndOffset = a.leaderEpoch, a.end
 		}
 	}
 }

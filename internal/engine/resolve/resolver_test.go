@@ -36,10 +36,10 @@ func TestResolve(t *testing.T) {
 	p0 := offsetstore.TopicPartition{Topic: "r", Partition: 0}
 	p1 := offsetstore.TopicPartition{Topic: "r", Partition: 1}
 	batch := offsets.NewResolveRequest(1, []offsets.ResolveEntry{
-		{Partition: p0, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
-		{Partition: p0, Request: offsetstore.AtTime(base.Add(5*time.Minute + time.Second)), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
-		{Partition: p1, Request: offsetstore.Latest(), Epoch: 2, LeaderEpoch: -1, ValidateEpoch: -1},
-		{Partition: p0, Request: offsetstore.AtTime(base.Add(time.Hour)), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
+		{Partition: p0, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateLeaderEpoch: -1},
+		{Partition: p0, Request: offsetstore.AtTime(base.Add(5*time.Minute + time.Second)), Epoch: 1, LeaderEpoch: -1, ValidateLeaderEpoch: -1},
+		{Partition: p1, Request: offsetstore.Latest(), Epoch: 2, LeaderEpoch: -1, ValidateLeaderEpoch: -1},
+		{Partition: p0, Request: offsetstore.AtTime(base.Add(time.Hour)), Epoch: 1, LeaderEpoch: -1, ValidateLeaderEpoch: -1},
 	})
 	res := r.Resolve(context.Background(), batch)
 	want := []resolve.PartitionResult{
@@ -57,7 +57,7 @@ func TestResolve(t *testing.T) {
 	// a lookup of a partition that does not exist fails, flagged for a
 	// metadata refresh
 	res = r.Resolve(context.Background(), offsets.NewResolveRequest(1, []offsets.ResolveEntry{
-		{Partition: offsetstore.TopicPartition{Topic: "nope", Partition: 0}, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateEpoch: -1},
+		{Partition: offsetstore.TopicPartition{Topic: "nope", Partition: 0}, Request: offsetstore.Earliest(), Epoch: 1, LeaderEpoch: -1, ValidateLeaderEpoch: -1},
 	}))
 	if pr := res.Partitions[0]; pr.Err == nil || !pr.NotLeader {
 		t.Fatalf("unknown topic: %+v, want an error flagged NotLeader", pr)
@@ -102,7 +102,7 @@ func TestResolveReadCommitted(t *testing.T) {
 	}
 	defer func() { _ = cl.EndTransaction(ctx, kgo.TryAbort) }()
 	entry := []offsets.ResolveEntry{{Partition: offsetstore.TopicPartition{Topic: "rc", Partition: 0}, Request: offsetstore.Latest(),
-		Epoch: 1, Leader: -1, LeaderEpoch: -1, ValidateEpoch: -1}}
+		Epoch: 1, Leader: -1, LeaderEpoch: -1, ValidateLeaderEpoch: -1}}
 	for _, tt := range []struct {
 		readCommitted bool
 		end           int64
@@ -115,7 +115,7 @@ func TestResolveReadCommitted(t *testing.T) {
 }
 
 // TestResolveLeaderEpochs: every request carries the leader epoch; an
-// entry with an epoch to validate gets where that epoch ends on the
+// entry with a leader epoch to validate gets where it ends on the
 // leader (OffsetForLeaderEpoch); an older leader epoch is fenced and
 // flagged for a metadata refresh, a newer one is retried.
 func TestResolveLeaderEpochs(t *testing.T) {
@@ -130,28 +130,28 @@ func TestResolveLeaderEpochs(t *testing.T) {
 	r := newResolver(t, c, false)
 	tp := offsetstore.TopicPartition{Topic: "le", Partition: 0}
 	for _, tt := range []struct {
-		name           string
-		leader         int32
-		le, validate   int32
-		epochEnd       int32
-		epochEndOffset int64
-		err            error
-		notLeader      bool
+		name                 string
+		leader               int32
+		le, validate         int32
+		endLeaderEpoch       int32
+		leaderEpochEndOffset int64
+		err                  error
+		notLeader            bool
 	}{
-		{name: "an old epoch ends where the next starts", leader: 1, le: cur, validate: first, epochEnd: first, epochEndOffset: 3},
-		{name: "the current epoch ends at the log end", leader: 1, le: cur, validate: cur, epochEnd: cur, epochEndOffset: 7},
-		{name: "nothing to validate", leader: 1, le: cur, validate: -1, epochEnd: -1, epochEndOffset: -1},
-		{name: "fenced", leader: 1, le: cur - 1, validate: first, epochEnd: -1, epochEndOffset: -1, err: kerr.FencedLeaderEpoch, notLeader: true},
-		{name: "unknown epoch", leader: 1, le: cur + 1, validate: first, epochEnd: -1, epochEndOffset: -1, err: kerr.UnknownLeaderEpoch},
-		{name: "not the leader", leader: 0, le: -1, validate: first, epochEnd: -1, epochEndOffset: -1, err: kerr.NotLeaderForPartition, notLeader: true},
-		{name: "no known leader", leader: -1, le: cur, validate: first, epochEnd: -1, epochEndOffset: -1, notLeader: true},
+		{name: "an old leader epoch ends where the next starts", leader: 1, le: cur, validate: first, endLeaderEpoch: first, leaderEpochEndOffset: 3},
+		{name: "the current leader epoch ends at the log end", leader: 1, le: cur, validate: cur, endLeaderEpoch: cur, leaderEpochEndOffset: 7},
+		{name: "nothing to validate", leader: 1, le: cur, validate: -1, endLeaderEpoch: -1, leaderEpochEndOffset: -1},
+		{name: "fenced", leader: 1, le: cur - 1, validate: first, endLeaderEpoch: -1, leaderEpochEndOffset: -1, err: kerr.FencedLeaderEpoch, notLeader: true},
+		{name: "unknown leader epoch", leader: 1, le: cur + 1, validate: first, endLeaderEpoch: -1, leaderEpochEndOffset: -1, err: kerr.UnknownLeaderEpoch},
+		{name: "not the leader", leader: 0, le: -1, validate: first, endLeaderEpoch: -1, leaderEpochEndOffset: -1, err: kerr.NotLeaderForPartition, notLeader: true},
+		{name: "no known leader", leader: -1, le: cur, validate: first, endLeaderEpoch: -1, leaderEpochEndOffset: -1, notLeader: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pr := r.Resolve(context.Background(), offsets.NewResolveRequest(1, []offsets.ResolveEntry{{Partition: tp, Request: offsetstore.Exact(5),
-				Epoch: 1, Leader: tt.leader, LeaderEpoch: tt.le, ValidateEpoch: tt.validate}})).Partitions[0]
-			if pr.EpochEnd != tt.epochEnd || pr.EpochEndOffset != tt.epochEndOffset || pr.NotLeader != tt.notLeader ||
+				Epoch: 1, Leader: tt.leader, LeaderEpoch: tt.le, ValidateLeaderEpoch: tt.validate}})).Partitions[0]
+			if pr.EndLeaderEpoch != tt.endLeaderEpoch || pr.LeaderEpochEndOffset != tt.leaderEpochEndOffset || pr.NotLeader != tt.notLeader ||
 				(tt.err != nil && !errors.Is(pr.Err, tt.err)) || (tt.err == nil && !tt.notLeader && pr.Err != nil) {
-				t.Fatalf("%+v; want epoch %d ending at %d, error %v, not leader %v", pr, tt.epochEnd, tt.epochEndOffset, tt.err, tt.notLeader)
+				t.Fatalf("%+v; want leader epoch %d ending at %d, error %v, not leader %v", pr, tt.endLeaderEpoch, tt.leaderEpochEndOffset, tt.err, tt.notLeader)
 			}
 			if pr.Err == nil && (pr.LogStart != 0 || pr.HighWatermark != 7) {
 				t.Fatalf("log bounds %d..%d, want 0..7", pr.LogStart, pr.HighWatermark)

@@ -13,14 +13,14 @@ type PartitionResult struct {
 	// watermark, or under read_committed the last stable offset.
 	HighWatermark int64
 	TimeOffset    int64 // AtTime requests only; -1 if no record is that recent
-	// EpochEnd and EpochEndOffset answer an entry's ValidateEpoch: the
-	// largest leader epoch at or below it that the leader's log holds,
-	// and the offset where that epoch ends (the first offset of the next
-	// epoch, or the leader's log end if it is the current one). -1 when
-	// not asked, or when the leader knows no such epoch (it is older than
-	// the log start).
-	EpochEnd       int32
-	EpochEndOffset int64
+	// EndLeaderEpoch and LeaderEpochEndOffset answer an entry's
+	// ValidateLeaderEpoch: the largest leader epoch at or below it that
+	// the leader's log holds, and the offset where that leader epoch ends
+	// (the first offset of the next leader epoch, or the leader's log end
+	// if it is the current one). -1 when not asked, or when the leader
+	// knows no such leader epoch (it is older than the log start).
+	EndLeaderEpoch       int32
+	LeaderEpochEndOffset int64
 }
 
 // Result answers one ResolveRequest: Partitions[i] is the answer for entry

@@ -30,7 +30,7 @@ func TestFetchLeaderEpochs(t *testing.T) {
 	if cur <= first {
 		t.Fatalf("leader epoch %d after two moves, was %d", cur, first)
 	}
-	c.Produce(t, "le", 0, 2, value) // offsets 3..4, in the new epoch
+	c.Produce(t, "le", 0, 2, value) // offsets 3..4, in the new leader epoch
 	f := newStream(t, c, fetch.Config{MaxWait: 50 * time.Millisecond})
 	tp := offsetstore.TopicPartition{Topic: "le", Partition: 0}
 	fetchAt := func(offset int64, le int32, maxBytes int32) fetch.PartitionResult {
@@ -48,11 +48,11 @@ func TestFetchLeaderEpochs(t *testing.T) {
 		last     int32 // LastLeaderEpoch
 		next     int64
 	}{
-		{name: "current epoch, all", offset: 0, le: cur, maxBytes: 1 << 20, outcome: fetch.OK, last: cur, next: 5},
-		{name: "current epoch, first batch only", offset: 0, le: cur, maxBytes: 1, outcome: fetch.OK, last: first, next: 1},
-		{name: "no epoch is not checked", offset: 3, le: -1, maxBytes: 1 << 20, outcome: fetch.OK, last: cur, next: 5},
-		{name: "older epoch is fenced", offset: 0, le: cur - 1, maxBytes: 1 << 20, outcome: fetch.NotLeader, err: kerr.FencedLeaderEpoch, last: -1, next: 0},
-		{name: "newer epoch is unknown", offset: 0, le: cur + 1, maxBytes: 1 << 20, outcome: fetch.Retriable, err: kerr.UnknownLeaderEpoch, last: -1, next: 0},
+		{name: "current leader epoch, all", offset: 0, le: cur, maxBytes: 1 << 20, outcome: fetch.OK, last: cur, next: 5},
+		{name: "current leader epoch, first batch only", offset: 0, le: cur, maxBytes: 1, outcome: fetch.OK, last: first, next: 1},
+		{name: "no leader epoch is not checked", offset: 3, le: -1, maxBytes: 1 << 20, outcome: fetch.OK, last: cur, next: 5},
+		{name: "older leader epoch is fenced", offset: 0, le: cur - 1, maxBytes: 1 << 20, outcome: fetch.NotLeader, err: kerr.FencedLeaderEpoch, last: -1, next: 0},
+		{name: "newer leader epoch is unknown", offset: 0, le: cur + 1, maxBytes: 1 << 20, outcome: fetch.Retriable, err: kerr.UnknownLeaderEpoch, last: -1, next: 0},
 		{name: "nothing new", offset: 5, le: cur, maxBytes: 1 << 20, outcome: fetch.OK, last: -1, next: 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

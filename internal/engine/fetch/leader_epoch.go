@@ -17,7 +17,7 @@ const (
 // only headers, stops at a batch cut short, and never fails: the records
 // themselves are checked by decodeRecords.
 func lastLeaderEpoch(raw []byte, next int64) int32 {
-	epoch := int32(-1)
+	leaderEpoch := int32(-1)
 	for len(raw) >= hdrEnd {
 		base := int64(binary.BigEndian.Uint64(raw))
 		n := int64(int32(binary.BigEndian.Uint32(raw[hdrLength:])))
@@ -25,9 +25,9 @@ func lastLeaderEpoch(raw []byte, next int64) int32 {
 			break
 		}
 		if raw[hdrMagic] == 2 {
-			epoch = int32(binary.BigEndian.Uint32(raw[hdrLeaderEpoch:]))
+			leaderEpoch = int32(binary.BigEndian.Uint32(raw[hdrLeaderEpoch:]))
 		}
 		raw = raw[hdrLengthEnd+n:]
 	}
-	return epoch
+	return leaderEpoch
 }

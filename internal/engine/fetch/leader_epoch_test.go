@@ -8,9 +8,10 @@ import (
 )
 
 // headerOnly is a v2 batch of offsets [base, base+n) written in leader
-// epoch epoch, with its length field right and records of filler bytes.
-func headerOnly(base int64, n int32, epoch int32, magic int8) []byte {
-	b := kmsg.RecordBatch{FirstOffset: base, PartitionLeaderEpoch: epoch, Magic: magic, LastOffsetDelta: n - 1, NumRecords: n,
+// epoch leaderEpoch, with its length field right and records of filler
+// bytes.
+func headerOnly(base int64, n int32, leaderEpoch int32, magic int8) []byte {
+	b := kmsg.RecordBatch{FirstOffset: base, PartitionLeaderEpoch: leaderEpoch, Magic: magic, LastOffsetDelta: n - 1, NumRecords: n,
 		Records: make([]byte, 8)}
 	raw := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
@@ -22,9 +23,9 @@ func headerOnly(base int64, n int32, epoch int32, magic int8) []byte {
 // short, or of a pre-v2 batch.
 func TestLastLeaderEpoch(t *testing.T) {
 	var raw []byte
-	raw = append(raw, headerOnly(0, 3, 4, 2)...) // 0..2, epoch 4
-	raw = append(raw, headerOnly(3, 2, 7, 2)...) // 3..4, epoch 7
-	raw = append(raw, headerOnly(5, 1, 9, 2)...) // 5, epoch 9
+	raw = append(raw, headerOnly(0, 3, 4, 2)...) // 0..2, leader epoch 4
+	raw = append(raw, headerOnly(3, 2, 7, 2)...) // 3..4, leader epoch 7
+	raw = append(raw, headerOnly(5, 1, 9, 2)...) // 5, leader epoch 9
 	cut := append(append([]byte(nil), raw...), headerOnly(6, 1, 11, 2)[:20]...)
 	for _, tt := range []struct {
 		name string
