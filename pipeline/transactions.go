@@ -26,7 +26,8 @@ type txnStore struct {
 	group string
 	gen   offsets.Generation
 	// fencing tells a producer fenced by another process from one whose
-	// epoch the broker bumped (nil: every fencing is recovered from)
+	// producer epoch the broker bumped (nil: every fencing is recovered
+	// from)
 	fencing *fencingRule
 	// state, if not nil, applies the stores' staged changes when a
 	// transaction commits and drops them when it aborts.
@@ -108,9 +109,9 @@ func (s *txnStore) Abort(ctx context.Context) error {
 	}
 	fenced := errors.Is(err, produce.ErrProducerFenced)
 	if s.fencing != nil && (err == nil || fenced) {
-		// an epoch bump by someone else: this fencing, or one the abort's
-		// re-initialization met and took the id back from already
-		n := s.fencing.unseen(s.prod.EpochJumps())
+		// a producer epoch bump by someone else: this fencing, or one the
+		// abort's re-initialization met and took the id back from already
+		n := s.fencing.unseen(s.prod.ProducerEpochJumps())
 		if fenced {
 			n++
 		}
@@ -121,10 +122,10 @@ func (s *txnStore) Abort(ctx context.Context) error {
 		}
 	}
 	if fenced {
-		// fenced by an epoch bump: the broker aborted a transaction that
-		// outlived transaction_timeout (then the producer takes its id
-		// back), or another instance took the transactional id (then it
-		// must stop: see fencingRule)
+		// fenced by a producer epoch bump: the broker aborted a
+		// transaction that outlived transaction_timeout (then the
+		// producer takes its id back), or another instance took the
+		// transactional id (then it must stop: see fencingRule)
 		if rerr := s.prod.Recover(ctx); rerr != nil {
 			err = fmt.Errorf("%w; taking the transactional id back failed: %w", err, rerr)
 			if errors.Is(rerr, produce.ErrProducerFenced) && s.fencing != nil {
@@ -134,7 +135,7 @@ func (s *txnStore) Abort(ctx context.Context) error {
 		} else {
 			err = nil
 			if s.fencing != nil {
-				s.fencing.unseen(s.prod.EpochJumps()) // the bump noted above
+				s.fencing.unseen(s.prod.ProducerEpochJumps()) // the bump noted above
 			}
 		}
 	}
@@ -158,7 +159,7 @@ func (s *txnStore) begin(ctx context.Context) error {
 const txnRetryTimeout = 5 * time.Second
 
 // failedForGood reports whether err ends the transactional producer's
-// current epoch: fenced (which Recover may undo), or fatal.
+// current producer epoch: fenced (which Recover may undo), or fatal.
 func failedForGood(err error) bool {
 	return errors.Is(err, produce.ErrProducerFenced) || isFatal(err)
 }
@@ -177,13 +178,13 @@ var ErrDuplicateInstance = errors.New("another process uses this instance's tran
 // fencingRule tells the two causes of a fenced transactional producer
 // apart, for exactly_once. Both reach the producer the same way (its next
 // request is answered PRODUCER_FENCED or INVALID_PRODUCER_EPOCH, and its
-// epoch is one higher when it takes the id back), so the wire alone does
-// not say which it was:
+// producer epoch is one higher when it takes the id back), so the wire
+// alone does not say which it was:
 //
-//   - the broker bumped the epoch itself (KIP-360/KIP-588): it aborted a
-//     transaction that outlived transaction_timeout, or a restart aborted
-//     open transactions. The producer takes its id back and the run goes
-//     on from the committed offsets.
+//   - the broker bumped the producer epoch itself (KIP-360/KIP-588): it
+//     aborted a transaction that outlived transaction_timeout, or a
+//     restart aborted open transactions. The producer takes its id back
+//     and the run goes on from the committed offsets.
 //   - another process initialized the same transactional id (two
 //     instances with the same group_instance_id). Taking the id back
 //     fences that process, which takes it back in turn: the two fence each
@@ -192,7 +193,7 @@ var ErrDuplicateInstance = errors.New("another process uses this instance's tran
 // The rule: the group's answer FENCED_INSTANCE_ID to the transaction's
 // offsets (another member registered our group_instance_id) stops the run
 // at once, as does the coordinator refusing to give the id back; and so
-// does the third epoch bump by someone else within half of
+// does the third producer epoch bump by someone else within half of
 // transaction_timeout. The broker times out a transaction only after it
 // was open for transaction_timeout, and every recovery opens a new one,
 // so within half of it at most one bump is a timeout; a second may be a
@@ -203,12 +204,12 @@ type fencingRule struct {
 	limit             int
 
 	mu    sync.Mutex
-	seen  int64       // the producer's EpochJumps counted so far
+	seen  int64       // the producer's ProducerEpochJumps counted so far
 	times []time.Time // when each counted jump was seen, the last limit
 }
 
-// fencingLimit is how many epoch bumps within fencingRule.window stop the
-// run.
+// fencingLimit is how many producer epoch bumps within fencingRule.window
+// stop the run.
 const fencingLimit = 3
 
 func newFencingRule(cfg Config, txnID string) *fencingRule {
@@ -216,9 +217,9 @@ func newFencingRule(cfg Config, txnID string) *fencingRule {
 		window: cfg.TransactionTimeout / 2, limit: fencingLimit}
 }
 
-// unseen returns how many of the producer's epoch bumps by others (see
-// produce.Producer.EpochJumps) it was not told of yet, and marks them
-// told.
+// unseen returns how many of the producer's producer epoch bumps by
+// others (see produce.Producer.ProducerEpochJumps) it was not told of
+// yet, and marks them told.
 func (f *fencingRule) unseen(jumps int64) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

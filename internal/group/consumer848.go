@@ -32,10 +32,10 @@ const (
 
 // member848 is the consumer protocol's part of the Run goroutine's state.
 type member848 struct {
-	epoch   int32 // 0: not joined
-	pending *kmsg.ConsumerGroupHeartbeatResponseAssignment
-	names   map[[16]byte]string
-	ids     map[string][16]byte
+	memberEpoch int32 // 0: not joined
+	pending     *kmsg.ConsumerGroupHeartbeatResponseAssignment
+	names       map[[16]byte]string
+	ids         map[string][16]byte
 }
 
 func newMemberID() string {
@@ -51,7 +51,7 @@ func (s *runState) loop848(ctx context.Context) error {
 	for ctx.Err() == nil {
 		var err error
 		switch {
-		case s.member848.epoch == 0:
+		case s.member848.memberEpoch == 0:
 			err = s.heartbeat848(ctx)
 		case s.member848.pending != nil:
 			err = s.reconcile848(ctx)
@@ -65,7 +65,7 @@ func (s *runState) loop848(ctx context.Context) error {
 		case errors.Is(err, errLost):
 			id := s.memberID
 			s.lose(err)
-			s.memberID, s.member848.epoch, s.member848.pending = id, 0, nil
+			s.memberID, s.member848.memberEpoch, s.member848.pending = id, 0, nil
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil
@@ -77,7 +77,7 @@ func (s *runState) loop848(ctx context.Context) error {
 				}
 				id := s.memberID
 				s.lose(err)
-				s.memberID, s.member848.epoch, s.member848.pending = id, 0, nil
+				s.memberID, s.member848.memberEpoch, s.member848.pending = id, 0, nil
 			}
 		default:
 			failures = 0
@@ -86,14 +86,14 @@ func (s *runState) loop848(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat848 sends one ConsumerGroupHeartbeat: a join (epoch 0) with the
-// subscription, or a regular one with the partitions the member owns. A
-// new assignment is kept for reconcile848.
+// heartbeat848 sends one ConsumerGroupHeartbeat: a join (member epoch 0)
+// with the subscription, or a regular one with the partitions the member
+// owns. A new assignment is kept for reconcile848.
 func (s *runState) heartbeat848(ctx context.Context) error {
 	m := &s.member848
-	joining := m.epoch == 0
+	joining := m.memberEpoch == 0
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	req.Group, req.MemberID, req.MemberEpoch = s.cfg.Group, s.memberID, m.epoch
+	req.Group, req.MemberID, req.MemberEpoch = s.cfg.Group, s.memberID, m.memberEpoch
 	if s.cfg.InstanceID != "" {
 		req.InstanceID = &s.cfg.InstanceID
 	}
@@ -186,9 +186,9 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 	if resp.HeartbeatIntervalMillis > 0 {
 		s.hbInterval = time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 	}
-	if resp.MemberEpoch != m.epoch || joining {
-		m.epoch = resp.MemberEpoch
-		s.gen = m.epoch
+	if resp.MemberEpoch != m.memberEpoch || joining {
+		m.memberEpoch = resp.MemberEpoch
+		s.gen = m.memberEpoch
 		s.publish()
 	}
 	if resp.Assignment != nil {
@@ -247,9 +247,9 @@ func (s *runState) reconcile848(ctx context.Context) error {
 		s.owned[k] = true
 	}
 	s.publish()
-	s.log.Info("consumer group assignment", zap.String("group", s.cfg.Group), zap.Int32("epoch", m.epoch),
+	s.log.Info("consumer group assignment", zap.String("group", s.cfg.Group), zap.Int32("member_epoch", m.memberEpoch),
 		zap.Int("assigned", len(target)), zap.Int("added", len(added)), zap.Int("revoked", len(revoked)))
-	s.queue = append(s.queue, Assigned{Generation: offsets.Generation(m.epoch), Partitions: parts})
+	s.queue = append(s.queue, Assigned{Generation: offsets.Generation(m.memberEpoch), Partitions: parts})
 	s.lastHB = time.Time{}
 	return nil
 }
@@ -308,13 +308,13 @@ func (s *runState) refreshTopicIDs(ctx context.Context) error {
 	return nil
 }
 
-// shutdown848 revokes every partition and leaves: epoch -1, or -2 for a
-// static member (the coordinator keeps its assignment for the session
-// timeout) unless LeaveOnClose.
+// shutdown848 revokes every partition and leaves: member epoch -1, or -2
+// for a static member (the coordinator keeps its assignment for the
+// session timeout) unless LeaveOnClose.
 func (s *runState) shutdown848(parent context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.cfg.RebalanceTimeout)
 	defer cancel()
-	if len(s.owned) > 0 && s.member848.epoch > 0 {
+	if len(s.owned) > 0 && s.member848.memberEpoch > 0 {
 		if err := s.revoke(ctx, s.owned); err != nil && errors.Is(err, errLost) {
 			s.lose(err)
 		}
@@ -323,7 +323,7 @@ func (s *runState) shutdown848(parent context.Context) {
 		s.lose(errors.New("the member stopped before the owner finished revoking"))
 	}
 	_ = s.wait(ctx, waitFor{flushed: true})
-	if s.member848.epoch <= 0 {
+	if s.member848.memberEpoch <= 0 {
 		return
 	}
 	lctx, lcancel := context.WithTimeout(ctx, min(s.cfg.SessionTimeout, 5*time.Second))
@@ -343,42 +343,44 @@ func (s *runState) shutdown848(parent context.Context) {
 	if err := s.coord.roundTripKmsg(lctx, minConsumerHeartbeat, req, resp); err != nil {
 		s.log.Info("leaving the consumer group failed", zap.String("group", s.cfg.Group), zap.Error(err))
 	}
-	s.gen, s.member848.epoch = -1, 0
+	s.gen, s.member848.memberEpoch = -1, 0
 	s.publish()
 }
 
 // commit848 is Commit for the consumer protocol: OffsetCommit v9 with the
 // member epoch.
 //
-// The coordinator moves a member to a new epoch when it answers one of
-// its heartbeats, often with its partitions unchanged, and until Kafka
-// 4.3 (KIP-1251) it refuses a commit under any other epoch with
-// STALE_MEMBER_EPOCH. A commit sent while that heartbeat's answer is on
-// its way is refused so, though the member still owns its partitions:
+// The coordinator moves a member to a new member epoch when it answers
+// one of its heartbeats, often with its partitions unchanged, and until
+// Kafka 4.3 (KIP-1251) it refuses a commit under any other member epoch
+// with STALE_MEMBER_EPOCH. A commit sent while that heartbeat's answer is
+// on its way is refused so, though the member still owns its partitions:
 // commit848 then waits (up to the session timeout, within ctx) for the
-// member to publish its new epoch, and if it still owns every partition
-// of offs, commits them again under it (so too when the member moved to a
-// new epoch while the commit was being prepared). Without that the owner would
-// take the commit as fenced and, its partitions unchanged, hear of no
-// new assignment that lets it commit again.
+// member to publish its new member epoch, and if it still owns every
+// partition of offs, commits them again under it (so too when the member
+// moved to a new member epoch while the commit was being prepared).
+// Without that the owner would take the commit as fenced and, its
+// partitions unchanged, hear of no new assignment that lets it commit
+// again.
 func (m *Member) commit848(ctx context.Context, snap *snapshot, offs []Offset) error {
 	for attempt := 0; ; attempt++ {
 		err := m.commit848Once(ctx, snap, offs)
-		if err == nil || !(errors.Is(err, kerr.StaleMemberEpoch) || errors.Is(err, errEpochMoved)) || attempt == 2 {
+		if err == nil || !(errors.Is(err, kerr.StaleMemberEpoch) || errors.Is(err, errMemberEpochMoved)) || attempt == 2 {
 			return err
 		}
 		next, ok := m.newerSnapshot(ctx, snap, m.cfg.SessionTimeout)
 		if !ok || next.gen < 0 || next.memberID != snap.memberID || !ownsAll(next, offs) {
 			return err
 		}
-		m.cfg.Logger.Debug("commit refused under the member's previous epoch; committing again under its new one",
-			zap.String("group", m.cfg.Group), zap.Int32("epoch", snap.gen), zap.Int32("new_epoch", next.gen))
+		m.cfg.Logger.Debug("commit refused under the member's previous member epoch; committing again under its new one",
+			zap.String("group", m.cfg.Group), zap.Int32("member_epoch", snap.gen), zap.Int32("new_member_epoch", next.gen))
 		snap = next
 	}
 }
 
 // newerSnapshot waits up to d (and within ctx) for a snapshot of another
-// epoch (or member id) than snap's to be published, and returns it.
+// generation or member epoch (or member id) than snap's to be published,
+// and returns it.
 func (m *Member) newerSnapshot(ctx context.Context, snap *snapshot, d time.Duration) (*snapshot, bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -117,14 +117,14 @@ func TestConsumerProtocolStaticRestart(t *testing.T) {
 	}
 }
 
-// The coordinator moves a member to a new epoch when it answers a
+// The coordinator moves a member to a new member epoch when it answers a
 // heartbeat, often with its partitions unchanged (here: another member
 // joins, subscribed to another topic), and Kafka before 4.3 refuses a
-// commit under any other epoch (STALE_MEMBER_EPOCH). A commit refused so
-// while the member still owns its partitions is sent again under the new
-// epoch: it succeeds, rather than reporting the generation ended, which
-// would leave the owner, told of no new assignment, never committing
-// again.
+// commit under any other member epoch (STALE_MEMBER_EPOCH). A commit
+// refused so while the member still owns its partitions is sent again
+// under the new member epoch: it succeeds, rather than reporting the
+// generation ended, which would leave the owner, told of no new
+// assignment, never committing again.
 func TestConsumerProtocolCommitRetriesStaleEpoch(t *testing.T) {
 	c := new848Cluster(t)
 	c.CreateTopic(t, "t", 2)
@@ -136,8 +136,8 @@ func TestConsumerProtocolCommitRetriesStaleEpoch(t *testing.T) {
 	first := int32(as.Generation)
 	assignedBefore := len(l.eventsOf("a"))
 
-	// kfake accepts a commit under an older epoch (KIP-1251); Kafka 4.1
-	// does not: refuse those under the first epoch as it would.
+	// kfake accepts a commit under an older member epoch (KIP-1251); Kafka 4.1
+	// does not: refuse those under the first member epoch as it would.
 	var refused atomic.Int32
 	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -168,9 +168,9 @@ func TestConsumerProtocolCommitRetriesStaleEpoch(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if refused.Load() == 0 {
-		t.Fatal("the commit never reached the coordinator under the first epoch")
+		t.Fatal("the commit never reached the coordinator under the first member epoch")
 	}
-	// b moves the group, and a at its next heartbeat, to a new epoch
+	// b moves the group, and a at its next heartbeat, to a new member epoch
 	bcfg := config848(c, "")
 	bcfg.Topics = []string{"u"}
 	startMember(t, l, "b", bcfg, memberOpts{commitOnRev: true})

@@ -41,18 +41,19 @@
 // does not leave the group (its partitions wait a session timeout for it)
 // unless [Config.LeaveOnClose] is set.
 //
-// The consumer group protocol (KIP-848, Kafka 4.0+): set [Config.Protocol]
-// to [ProtocolConsumer]. One request, ConsumerGroupHeartbeat, joins,
-// heartbeats and carries the assignment the coordinator computes (with
-// [Config.RemoteAssignor], "uniform" or "range"); revocations are
-// incremental by design, and the member acknowledges a revoke (by no
-// longer listing the partitions it owns) only after Revoke.Done. A static
-// member leaves with epoch -2, so the coordinator keeps its assignment for
-// the session timeout. Commits use OffsetCommit v9 with the member epoch;
-// one refused as STALE_MEMBER_EPOCH because the coordinator moved the
-// member to a new epoch (Kafka before 4.3 accepts only the current one)
-// is sent again under it while the member still owns the partitions.
-// The same events and Commit serve both protocols.
+// The consumer group protocol (KIP-848, Kafka 4.0+): set
+// [Config.Protocol] to [ProtocolConsumer]. One request,
+// ConsumerGroupHeartbeat, joins, heartbeats and carries the assignment
+// the coordinator computes (with [Config.RemoteAssignor], "uniform" or
+// "range"); revocations are incremental by design, and the member
+// acknowledges a revoke (by no longer listing the partitions it owns)
+// only after Revoke.Done. A static member leaves with member epoch -2, so
+// the coordinator keeps its assignment for the session timeout. Commits
+// use OffsetCommit v9 with the member epoch; one refused as
+// STALE_MEMBER_EPOCH because the coordinator moved the member to a new
+// member epoch (Kafka before 4.3 accepts only the current one) is sent
+// again under it while the member still owns the partitions. The same
+// events and Commit serve both protocols.
 //
 // Exactly-once: set [Config.RequireStable] when input is read
 // read_committed. Committed offsets are then fetched with OffsetFetch v7

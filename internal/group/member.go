@@ -212,9 +212,9 @@ type runState struct {
 
 var errLost = errors.New("the member's session ended")
 
-// errEpochMoved: the member published a new generation (member epoch)
-// while a commit under the previous one was being prepared.
-var errEpochMoved = errors.New("the member moved to a new epoch")
+// errMemberEpochMoved: the member published a new generation (member
+// epoch) while a commit under the previous one was being prepared.
+var errMemberEpochMoved = errors.New("the member moved to a new member epoch")
 
 type fatalError struct{ error }
 
@@ -956,10 +956,10 @@ func (s *runState) shutdown(parent context.Context) {
 // partition is not assigned to it, or the coordinator fenced the commit
 // (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS,
 // FENCED_INSTANCE_ID; with the consumer protocol FENCED_MEMBER_EPOCH, and
-// STALE_MEMBER_EPOCH unless the member, moved to a new epoch, still owns
-// the partitions: then they are committed again under it): those offsets
-// must not be committed again. Safe for concurrent use; calls are
-// serialized.
+// STALE_MEMBER_EPOCH unless the member, moved to a new member epoch,
+// still owns the partitions: then they are committed again under it):
+// those offsets must not be committed again. Safe for concurrent use;
+// calls are serialized.
 func (m *Member) Commit(ctx context.Context, offs []Offset) error {
 	return m.commitOffsets(ctx, offs)
 }
@@ -1048,7 +1048,7 @@ func (m *Member) commitWith(ctx context.Context, snap *snapshot, epochName strin
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		if cur := m.snap.Load(); cur.gen != snap.gen || cur.memberID != snap.memberID {
-			return fmt.Errorf("commit to group %q: %s %d ended: %w: %w", m.cfg.Group, epochName, snap.gen, errEpochMoved, offsets.ErrGenerationEnded)
+			return fmt.Errorf("commit to group %q: %s %d ended: %w: %w", m.cfg.Group, epochName, snap.gen, errMemberEpochMoved, offsets.ErrGenerationEnded)
 		}
 		if c == nil || c.err != nil {
 			c.close()

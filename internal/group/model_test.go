@@ -91,7 +91,7 @@ func testModel(t *testing.T, protocol string) {
 					if _, ok := g.cfgs[name]; !ok {
 						cfg := newConfig(c, assignor)
 						// Consumer protocol: dynamic members only. kfake
-						// keeps a static member that left with epoch -2
+						// keeps a static member that left with member epoch -2
 						// forever and can leave its replacement without
 						// partitions (seen in this test: the departed
 						// member still holding its assignment while the
@@ -153,7 +153,7 @@ func testModel(t *testing.T, protocol string) {
 			}
 			// Stopped static instances come back, as they do under a
 			// StatefulSet. On kfake they must: it never expires a
-			// static member that left the consumer protocol with epoch
+			// static member that left the consumer protocol with member epoch
 			// -2, nor (classic) a member stopped between its JoinGroup
 			// answer and its SyncGroup once the leader has synced, so
 			// their partitions would stay assigned to nobody running.

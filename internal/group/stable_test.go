@@ -27,7 +27,7 @@ func openOffsetTxn(t *testing.T, k *kafkatest.Kafka, txnID, group, topic string,
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// retry sends a request until it is answered without a retriable
-	// error (a real coordinator loads, or the previous epoch's
+	// error (a real coordinator loads, or the previous producer epoch's
 	// transaction is still ending).
 	retry := func(what string, send func() (int16, error)) {
 		t.Helper()
@@ -52,7 +52,7 @@ func openOffsetTxn(t *testing.T, k *kafkatest.Kafka, txnID, group, topic string,
 	}
 	topicID := md.Topics[topic].ID // TxnOffsetCommit v6+ names topics by id
 	var pid int64
-	var epoch int16
+	var producerEpoch int16
 	retry("InitProducerID", func() (int16, error) {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr(txnID), 60_000
@@ -60,12 +60,12 @@ func openOffsetTxn(t *testing.T, k *kafkatest.Kafka, txnID, group, topic string,
 		if err != nil {
 			return 0, err
 		}
-		pid, epoch = resp.ProducerID, resp.ProducerEpoch
+		pid, producerEpoch = resp.ProducerID, resp.ProducerEpoch
 		return resp.ErrorCode, nil
 	})
 	retry("AddOffsetsToTxn", func() (int16, error) {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
-		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = txnID, pid, epoch, group
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = txnID, pid, producerEpoch, group
 		resp, err := req.RequestWith(ctx, k.Client)
 		if err != nil {
 			return 0, err
@@ -74,7 +74,7 @@ func openOffsetTxn(t *testing.T, k *kafkatest.Kafka, txnID, group, topic string,
 	})
 	retry("TxnOffsetCommit", func() (int16, error) {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, group, pid, epoch
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = txnID, group, pid, producerEpoch
 		req.Generation, req.MemberID = -1, ""
 		rt := kmsg.NewTxnOffsetCommitRequestTopic()
 		rt.Topic, rt.TopicID = topic, topicID
@@ -107,7 +107,7 @@ func openOffsetTxn(t *testing.T, k *kafkatest.Kafka, txnID, group, topic string,
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		req := kmsg.NewPtrEndTxnRequest()
-		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txnID, pid, epoch, commit
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txnID, pid, producerEpoch, commit
 		resp, err := req.RequestWith(ctx, k.Client)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)

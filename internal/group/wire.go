@@ -39,8 +39,8 @@ const (
 // maxOffsetFetch is the highest OffsetFetch version the member sends: v8
 // moves the request into an array of groups and v9 adds the consumer
 // protocol's member epoch, neither of which the member needs (a fetch
-// without a member id and epoch is accepted by consumer-protocol groups
-// too).
+// without a member id and member epoch is accepted by consumer-protocol
+// groups too).
 const maxOffsetFetch = 7
 
 // conn is one connection to one broker, for kafka-go protocol requests

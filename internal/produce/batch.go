@@ -12,19 +12,19 @@ import (
 // Kafka's record batch, format v2 (magic 2): a 61-byte header, then the
 // records.
 const (
-	batchHeaderSize = 61
-	offLength       = 8  // int32 batchLength: the bytes after it
-	offLeaderEpoch  = 12 // int32 partitionLeaderEpoch (the broker sets it)
-	offMagic        = 16
-	offCRC          = 17 // uint32 CRC-32C of everything after it
-	offAttributes   = 21
-	offLastDelta    = 23
-	offFirstTS      = 27
-	offMaxTS        = 35
-	offProducerID   = 43
-	offEpoch        = 51
-	offBaseSequence = 53
-	offCount        = 57
+	batchHeaderSize  = 61
+	offLength        = 8  // int32 batchLength: the bytes after it
+	offLeaderEpoch   = 12 // int32 partitionLeaderEpoch (the broker sets it)
+	offMagic         = 16
+	offCRC           = 17 // uint32 CRC-32C of everything after it
+	offAttributes    = 21
+	offLastDelta     = 23
+	offFirstTS       = 27
+	offMaxTS         = 35
+	offProducerID    = 43
+	offProducerEpoch = 51
+	offBaseSequence  = 53
+	offCount         = 57
 
 	// AttrTransactional marks a batch written inside a transaction.
 	attrTransactional = 0x10
@@ -169,7 +169,7 @@ func (e *batchEncoder) appendSized(key, value []byte, headers []stages.Header, t
 // finish writes the header for the records appended so far (and the
 // size prefix) and returns the whole batch. The result is valid until the
 // next reset; stamp may rewrite its producer fields in place.
-func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32) ([]byte, error) {
+func (e *batchEncoder) finish(producerID int64, producerEpoch int16, baseSequence int32) ([]byte, error) {
 	e.frame = e.buf
 	attrs := e.attrs
 	if e.codec != CompressionNone && e.count > 0 {
@@ -194,16 +194,17 @@ func (e *batchEncoder) finish(producerID int64, epoch int16, baseSequence int32)
 	binary.BigEndian.PutUint64(b[offFirstTS:], uint64(e.firstTS))
 	binary.BigEndian.PutUint64(b[offMaxTS:], uint64(e.maxTS))
 	binary.BigEndian.PutUint32(b[offCount:], uint32(e.count))
-	stamp(b, producerID, epoch, baseSequence)
+	stamp(b, producerID, producerEpoch, baseSequence)
 	e.finished = true
 	return b, nil
 }
 
-// stamp rewrites the producer id, epoch and base sequence of an encoded
-// batch and its CRC (a batch re-sent under a new producer identity).
-func stamp(b []byte, producerID int64, epoch int16, baseSequence int32) {
+// stamp rewrites the producer id, producer epoch and base sequence of an
+// encoded batch and its CRC (a batch re-sent under a new producer
+// identity).
+func stamp(b []byte, producerID int64, producerEpoch int16, baseSequence int32) {
 	binary.BigEndian.PutUint64(b[offProducerID:], uint64(producerID))
-	binary.BigEndian.PutUint16(b[offEpoch:], uint16(epoch))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(producerEpoch))
 	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(baseSequence))
 	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }

@@ -14,18 +14,18 @@ import (
 )
 
 // encodeBatch encodes records into one batch.
-func encodeBatch(records []stages.Record, txn bool, pid int64, epoch int16, seq int32) []byte {
-	return encodeCompressed(records, txn, pid, epoch, seq, CompressionNone)
+func encodeBatch(records []stages.Record, txn bool, pid int64, producerEpoch int16, seq int32) []byte {
+	return encodeCompressed(records, txn, pid, producerEpoch, seq, CompressionNone)
 }
 
-func encodeCompressed(records []stages.Record, txn bool, pid int64, epoch int16, seq int32, codec Compression) []byte {
+func encodeCompressed(records []stages.Record, txn bool, pid int64, producerEpoch int16, seq int32, codec Compression) []byte {
 	var e batchEncoder
 	e.reset(txn)
 	e.compressWith(codec)
 	for i := range records {
 		e.append(records[i].Key, records[i].Value, records[i].Headers, records[i].Timestamp.UnixMilli())
 	}
-	b, err := e.finish(pid, epoch, seq)
+	b, err := e.finish(pid, producerEpoch, seq)
 	if err != nil {
 		panic(err)
 	}

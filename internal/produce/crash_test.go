@@ -17,7 +17,7 @@ import (
 
 // TestRecoverAfterBrokerCrash: the broker dies while a transaction is
 // open and, restarted on its data, aborts that transaction and bumps the
-// producer's epoch (the embedded broker does this after a crash, Apache
+// producer epoch (the embedded broker does this after a crash, Apache
 // Kafka to a transaction that outlives its timeout). The producer learns
 // it at Commit (PRODUCER_FENCED), takes its id back with Recover, and
 // its next transaction commits. A read_committed reader must see that

@@ -6,10 +6,10 @@ import (
 )
 
 // ErrProducerFenced is returned (wrapped) once another producer with the
-// same transactional id has initialized: this one's epoch is stale and
-// every later call fails. The caller must stop using the producer (its
-// work now belongs to the other instance); a new Producer may be built
-// to take the transactional id back.
+// same transactional id has initialized: this one's producer epoch is
+// stale and every later call fails. The caller must stop using the
+// producer (its work now belongs to the other instance); a new Producer
+// may be built to take the transactional id back.
 var ErrProducerFenced = errors.New("producer fenced: another producer initialized the same transactional id")
 
 // ErrNotInTransaction is returned by Produce, SendOffsets and Commit of a

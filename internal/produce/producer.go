@@ -30,8 +30,8 @@ type Config struct {
 	// be stable across restarts of the same instance.
 	TransactionalID string
 	// TransactionTimeout is how long the transaction coordinator lets a
-	// transaction stay open before aborting it (and fencing this
-	// producer's epoch). Default 10s; the broker caps it
+	// transaction stay open before aborting it (and bumping the producer
+	// epoch, which fences this producer). Default 10s; the broker caps it
 	// (transaction.max.timeout.ms).
 	TransactionTimeout time.Duration
 	// MaxBatchBytes bounds one partition's record batch in a request.
@@ -105,18 +105,19 @@ type Producer struct {
 	idToken  chan struct{} // held while the producer identity is (re)initialized
 	addToken chan struct{} // held while partitions are added to the transaction
 
-	mu         sync.Mutex
-	pid        int64
-	epoch      int16
-	gen        uint64 // identity generation: sequence numbers restart when it changes
-	needsReset bool   // idempotent: a batch's outcome is unknown; renew the identity
-	// epochJumps counts re-initializations (transactional) that found the
-	// epoch moved on by someone else: see EpochJumps.
-	epochJumps int64
-	parts      map[partitionKey]*partition
-	rr         uint32
-	txn        txnState               // transactional producers only, see txn.go
-	limits     map[string]cachedLimit // batch limits by topic, see limit.go
+	mu            sync.Mutex
+	pid           int64
+	producerEpoch int16
+	gen           uint64 // identity generation: sequence numbers restart when it changes
+	needsReset    bool   // idempotent: a batch's outcome is unknown; renew the identity
+	// producerEpochJumps counts re-initializations (transactional) that
+	// found the producer epoch moved on by someone else: see
+	// ProducerEpochJumps.
+	producerEpochJumps int64
+	parts              map[partitionKey]*partition
+	rr                 uint32
+	txn                txnState               // transactional producers only, see txn.go
+	limits             map[string]cachedLimit // batch limits by topic, see limit.go
 }
 
 // partitionKey names a partition.
@@ -139,13 +140,13 @@ type partition struct {
 // Produce.
 func New(client *kafkawire.Client, cfg Config) *Producer {
 	return &Producer{
-		client:   client,
-		cfg:      cfg.withDefaults(),
-		idToken:  make(chan struct{}, 1),
-		addToken: make(chan struct{}, 1),
-		pid:      -1,
-		epoch:    -1,
-		parts:    map[partitionKey]*partition{},
+		client:        client,
+		cfg:           cfg.withDefaults(),
+		idToken:       make(chan struct{}, 1),
+		addToken:      make(chan struct{}, 1),
+		pid:           -1,
+		producerEpoch: -1,
+		parts:         map[partitionKey]*partition{},
 	}
 }
 
@@ -469,11 +470,12 @@ func (p *Producer) partitionState(topic string, part int32) *partition {
 	return st
 }
 
-// identity returns the producer id, epoch and identity generation.
+// identity returns the producer id, producer epoch and identity
+// generation.
 func (p *Producer) identity() (int64, int16, uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.pid, p.epoch, p.gen
+	return p.pid, p.producerEpoch, p.gen
 }
 
 // encode fills the chunk's batch with its next records, up to
@@ -519,16 +521,16 @@ func (c *call) encode(ch *chunk, records []stages.Record, txn bool) error {
 // stamp (re)writes the chunk's producer fields for the current identity;
 // a partition whose sequence belongs to an older identity restarts at 0.
 func (c *call) stamp(ch *chunk) error {
-	pid, epoch, gen := c.p.identity()
+	pid, producerEpoch, gen := c.p.identity()
 	if ch.st.gen != gen {
 		ch.st.gen, ch.st.seq = gen, 0
 	}
 	ch.gen = gen
 	if ch.enc.finished { // only the producer fields change
-		stamp(ch.enc.batch(), pid, epoch, ch.st.seq)
+		stamp(ch.enc.batch(), pid, producerEpoch, ch.st.seq)
 		return nil
 	}
-	_, err := ch.enc.finish(pid, epoch, ch.st.seq)
+	_, err := ch.enc.finish(pid, producerEpoch, ch.st.seq)
 	return err
 }
 
@@ -864,9 +866,9 @@ func (c *call) refuse(ch *chunk) {
 }
 
 // renewAndRetry handles a batch the broker refused because of the
-// producer's identity (its sequence state was lost, or its epoch is
-// stale, outside a transaction): the batch was not written, so it is
-// sent again, under a new producer id.
+// producer's identity (its sequence state was lost, or its producer
+// epoch is stale, outside a transaction): the batch was not written, so
+// it is sent again, under a new producer id.
 func (c *call) renewAndRetry(ch *chunk, err error, code int16) {
 	c.p.resetIdentity(ch.gen)
 	ch.sent = false // refused, not written
@@ -983,9 +985,9 @@ func (p *Producer) ensureIdentity(ctx context.Context) error {
 	return err
 }
 
-// initProducerID gets a producer id and epoch (for a transactional id:
-// the next epoch, fencing older producers; an idempotent producer gets
-// a new id) and starts a new identity
+// initProducerID gets a producer id and producer epoch (for a
+// transactional id: the next producer epoch, fencing older producers; an
+// idempotent producer gets a new id) and starts a new identity
 // generation, so every partition's sequence restarts at 0.
 func (p *Producer) initProducerID(ctx context.Context) error {
 	req := &initproducerid.Request{
@@ -996,11 +998,11 @@ func (p *Producer) initProducerID(ctx context.Context) error {
 	}
 	if p.Transactional() {
 		// Re-initializing (after an abort) names the current id and
-		// epoch (KIP-360): the coordinator bumps the epoch only if
+		// producer epoch (KIP-360): the coordinator bumps it only if
 		// they are still current, so a producer that was fenced
 		// meanwhile cannot take the transactional id back.
 		p.mu.Lock()
-		req.ProducerID, req.ProducerEpoch = p.pid, p.epoch
+		req.ProducerID, req.ProducerEpoch = p.pid, p.producerEpoch
 		p.mu.Unlock()
 	}
 	var resp *initproducerid.Response
@@ -1018,12 +1020,12 @@ func (p *Producer) initProducerID(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.Transactional() && req.ProducerID >= 0 && resp.ProducerID == req.ProducerID && resp.ProducerEpoch > req.ProducerEpoch+1 {
-		// our re-initialization bumps the epoch by one: more means the
-		// epoch was bumped meanwhile by the coordinator (a transaction
+		// our re-initialization bumps the producer epoch by one: more
+		// means it was bumped meanwhile by the coordinator (a transaction
 		// timeout) or by another producer's InitProducerID
-		p.epochJumps++
+		p.producerEpochJumps++
 	}
-	p.pid, p.epoch = resp.ProducerID, resp.ProducerEpoch
+	p.pid, p.producerEpoch = resp.ProducerID, resp.ProducerEpoch
 	p.gen++
 	p.needsReset = false
 	return nil

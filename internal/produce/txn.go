@@ -226,16 +226,17 @@ func (p *Producer) Begin(ctx context.Context) error {
 	return nil
 }
 
-// Recover tries to take back a producer fenced (ErrProducerFenced) by an
-// epoch bump (KIP-360, KIP-588): it asks the transaction coordinator for a
-// new epoch, naming the producer's current id and epoch. The coordinator
-// grants it when it bumped the epoch itself, aborting a transaction that
-// outlived its timeout: the producer is then ready for Begin, and that
-// transaction's records and offsets are gone. It refuses, and Recover
-// returns ErrProducerFenced, when another producer initialized the same
+// Recover tries to take back a producer fenced (ErrProducerFenced) by a
+// producer epoch bump (KIP-360, KIP-588): it asks the transaction
+// coordinator for a new producer epoch, naming the producer's current id
+// and producer epoch. The coordinator grants it when it bumped the
+// producer epoch itself, aborting a transaction that outlived its
+// timeout: the producer is then ready for Begin, and that transaction's
+// records and offsets are gone. It refuses, and Recover returns
+// ErrProducerFenced, when another producer initialized the same
 // transactional id since: this producer's work belongs to that one. A
-// producer that is not fenced is left as it is (Recover returns its
-// fatal error, or nil). Call it with no Produce or SendOffsets under way.
+// producer that is not fenced is left as it is (Recover returns its fatal
+// error, or nil). Call it with no Produce or SendOffsets under way.
 func (p *Producer) Recover(ctx context.Context) error {
 	if !p.Transactional() {
 		return ErrNotTransactional
@@ -264,7 +265,7 @@ func (p *Producer) Recover(ctx context.Context) error {
 // the partitions of a transaction that ended without our EndTxn (the
 // broker aborted it: it outlived its timeout, or the broker restarted),
 // by registering them in an empty transaction and aborting it. Call it
-// once the producer has its new epoch.
+// once the producer has its new producer epoch.
 //
 // Apache Kafka writes those markers itself when it aborts a transaction.
 // The embedded broker (kfake) does not when it aborts the transactions
@@ -287,9 +288,9 @@ func (p *Producer) markAborted(ctx context.Context, parts map[partitionKey]bool)
 		byTopic[k.topic] = append(byTopic[k.topic], k.partition)
 	}
 	p.mu.Lock()
-	pid, epoch := p.pid, p.epoch
+	pid, producerEpoch := p.pid, p.producerEpoch
 	p.mu.Unlock()
-	add := &addpartitionstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch}
+	add := &addpartitionstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: producerEpoch}
 	for _, t := range slices.Sorted(maps.Keys(byTopic)) {
 		slices.Sort(byTopic[t])
 		add.Topics = append(add.Topics, addpartitionstotxn.RequestTopic{Name: t, Partitions: byTopic[t]})
@@ -297,7 +298,7 @@ func (p *Producer) markAborted(ctx context.Context, parts map[partitionKey]bool)
 	if err := p.sendAddPartitions(ctx, add); err != nil {
 		return
 	}
-	_ = p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: false})
+	_ = p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: producerEpoch, Committed: false})
 }
 
 // sendAddPartitions sends AddPartitionsToTxn (with coordinatorCall's
@@ -329,18 +330,19 @@ func (p *Producer) sendEndTxn(ctx context.Context, req *endtxn.Request) error {
 	})
 }
 
-// EpochJumps reports how many times a re-initialization of this
-// transactional producer (Abort, Recover) found that its epoch had been
-// bumped by someone else since its last one: the transaction coordinator,
-// aborting a transaction that outlived its timeout (KIP-588), or another
-// producer that initialized the same transactional id. The wire does not
-// tell the two apart (both answer PRODUCER_FENCED or INVALID_PRODUCER_EPOCH
-// to the next request, and both leave the epoch one higher); how often it
-// happens does: see the pipeline's fencing rule.
-func (p *Producer) EpochJumps() int64 {
+// ProducerEpochJumps reports how many times a re-initialization of this
+// transactional producer (Abort, Recover) found that its producer epoch
+// had been bumped by someone else since its last one: the transaction
+// coordinator, aborting a transaction that outlived its timeout
+// (KIP-588), or another producer that initialized the same transactional
+// id. The wire does not tell the two apart (both answer PRODUCER_FENCED
+// or INVALID_PRODUCER_EPOCH to the next request, and both leave the
+// producer epoch one higher); how often it happens does: see the
+// pipeline's fencing rule.
+func (p *Producer) ProducerEpochJumps() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.epochJumps
+	return p.producerEpochJumps
 }
 
 // ready marks the transaction over: the producer may Begin again.
@@ -351,8 +353,8 @@ func (p *Producer) ready() {
 	p.txn.added, p.txn.groups = nil, nil
 }
 
-// initTxn (re)initializes a transactional producer: a new epoch, every
-// sequence back to 0.
+// initTxn (re)initializes a transactional producer: a new producer epoch,
+// every sequence back to 0.
 func (p *Producer) initTxn(ctx context.Context) error {
 	if err := p.initProducerID(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -386,13 +388,13 @@ func (p *Producer) addPartitions(ctx context.Context, topic string, parts []int3
 			missing = append(missing, part)
 		}
 	}
-	pid, epoch := p.pid, p.epoch
+	pid, producerEpoch := p.pid, p.producerEpoch
 	p.mu.Unlock()
 	if len(missing) == 0 {
 		return false, nil
 	}
 	req := &addpartitionstotxn.Request{
-		TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch,
+		TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: producerEpoch,
 		Topics: []addpartitionstotxn.RequestTopic{{Name: topic, Partitions: missing}},
 	}
 	if err := p.sendAddPartitions(ctx, req); err != nil {
@@ -488,10 +490,10 @@ func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets 
 	}
 	defer func() { p.leave(err, true) }()
 	p.mu.Lock()
-	pid, epoch, known := p.pid, p.epoch, p.txn.groups[member.Group]
+	pid, producerEpoch, known := p.pid, p.producerEpoch, p.txn.groups[member.Group]
 	p.mu.Unlock()
 	if !known {
-		req := &addoffsetstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, GroupID: member.Group}
+		req := &addoffsetstotxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: producerEpoch, GroupID: member.Group}
 		err := p.coordinatorCall(ctx, "AddOffsetsToTxn", func(ctx context.Context) (int16, error) {
 			m, err := p.client.RoundTrip(ctx, req)
 			if err != nil {
@@ -507,7 +509,7 @@ func (p *Producer) SendOffsets(ctx context.Context, member GroupMember, offsets 
 		p.mu.Unlock()
 	}
 	req := &txnoffsetcommit.Request{
-		TransactionalID: p.cfg.TransactionalID, GroupID: member.Group, ProducerID: pid, ProducerEpoch: epoch,
+		TransactionalID: p.cfg.TransactionalID, GroupID: member.Group, ProducerID: pid, ProducerEpoch: producerEpoch,
 		GenerationID: member.Generation, MemberID: member.MemberID, GroupInstanceID: member.InstanceID,
 	}
 	offsets = slices.Clone(offsets)
@@ -570,9 +572,10 @@ func (p *Producer) Commit(ctx context.Context) error {
 
 // Abort aborts the open (or failed) transaction (EndTxn): none of its
 // records becomes visible and none of its offsets commits. It then
-// re-initializes the producer (a new epoch, sequences from 0), so a
-// batch whose outcome was unknown cannot meet the next transaction's. It
-// is a no-op without a transaction; if ctx ends first, call it again.
+// re-initializes the producer (a new producer epoch, sequences from 0),
+// so a batch whose outcome was unknown cannot meet the next
+// transaction's. It is a no-op without a transaction; if ctx ends first,
+// call it again.
 func (p *Producer) Abort(ctx context.Context) error {
 	return p.end(ctx, false)
 }
@@ -606,7 +609,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 	}
 	p.mu.Lock()
 	state, err = p.txn.state, p.txn.err
-	pid, epoch := p.pid, p.epoch
+	pid, producerEpoch := p.pid, p.producerEpoch
 	registered := len(p.txn.added) > 0 || len(p.txn.groups) > 0
 	added := p.txn.added
 	p.mu.Unlock()
@@ -615,7 +618,7 @@ func (p *Producer) end(ctx context.Context, commit bool) error {
 		return err // a call failed while the commit waited for it
 	}
 	if registered {
-		err := p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: epoch, Committed: commit})
+		err := p.sendEndTxn(ctx, &endtxn.Request{TransactionalID: p.cfg.TransactionalID, ProducerID: pid, ProducerEpoch: producerEpoch, Committed: commit})
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

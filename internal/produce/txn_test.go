@@ -45,7 +45,7 @@ func joinGroup(t *testing.T, addrs []string, group, topic string, extra ...kgo.O
 
 // committedOffsets returns the group's committed offsets and leader
 // epochs of topic's partition 0.
-func committedOffsets(t *testing.T, c *kafkatest.Cluster, group, topic string) (offset int64, epoch int32, ok bool) {
+func committedOffsets(t *testing.T, c *kafkatest.Cluster, group, topic string) (offset int64, leaderEpoch int32, ok bool) {
 	t.Helper()
 	resp, err := c.Admin.FetchOffsets(context.Background(), group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
@@ -90,9 +90,9 @@ func TestTransactionCommit(t *testing.T) {
 	if got := values(consume(t, c.Addrs, "out", 50, true)); !slices.Equal(got, wantValues("first", 50)) {
 		t.Fatalf("read_committed read %v", got)
 	}
-	at, epoch, ok := committedOffsets(t, c, "g", "in")
-	if !ok || at != 10 || epoch != 0 {
-		t.Fatalf("committed offset %d epoch %d (found %v), want 10 epoch 0", at, epoch, ok)
+	at, leaderEpoch, ok := committedOffsets(t, c, "g", "in")
+	if !ok || at != 10 || leaderEpoch != 0 {
+		t.Fatalf("committed offset %d leader epoch %d (found %v), want 10 leader epoch 0", at, leaderEpoch, ok)
 	}
 
 	if err := p.Begin(ctx); err != nil {
@@ -123,7 +123,7 @@ func TestTransactionAbort(t *testing.T) {
 	if err := p.Begin(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, epoch1, _ := p.identity()
+	_, producerEpoch1, _ := p.identity()
 	if err := p.ForTopic("out").Produce(ctx, numbered("aborted", 20)); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +134,8 @@ func TestTransactionAbort(t *testing.T) {
 	if err := p.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, epoch2, _ := p.identity(); epoch2 <= epoch1 {
-		t.Fatalf("epoch %d after abort, want above %d (re-initialized)", epoch2, epoch1)
+	if _, producerEpoch2, _ := p.identity(); producerEpoch2 <= producerEpoch1 {
+		t.Fatalf("producer epoch %d after abort, want above %d (re-initialized)", producerEpoch2, producerEpoch1)
 	}
 	if err := p.Begin(ctx); err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func TestTransactionRetriesCoordinatorErrors(t *testing.T) {
 }
 
 // TestTransactionTimeout: a transaction left open past its timeout is
-// aborted by the coordinator, which bumps the epoch: the late Commit
+// aborted by the coordinator, which bumps the producer epoch: the late Commit
 // fails (kfake, like Kafka's coordinator, answers PRODUCER_FENCED), none
 // of its records is visible, and a new producer with the same
 // transactional id carries on.
@@ -483,7 +483,7 @@ func TestTransactionStaticMember(t *testing.T) {
 }
 
 // TestRecoverAfterTransactionTimeout: a transaction left open past its
-// timeout is aborted by the coordinator, which bumps the producer's
+// timeout is aborted by the coordinator, which bumps the producer
 // epoch; the producer then finds itself fenced, Recover takes the
 // transactional id back (KIP-360), and the next transaction commits. The
 // timed-out transaction's records are never visible.
@@ -503,19 +503,19 @@ func TestRecoverAfterTransactionTimeout(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond) // past the transaction timeout
 	if err := p.Commit(ctx); !errors.Is(err, ErrProducerFenced) {
-		t.Fatalf("Commit of a transaction past its timeout: %v, want ErrProducerFenced (the coordinator bumped the epoch)", err)
+		t.Fatalf("Commit of a transaction past its timeout: %v, want ErrProducerFenced (the coordinator bumped the producer epoch)", err)
 	}
 	if err := p.Begin(ctx); !errors.Is(err, ErrProducerFenced) {
 		t.Fatalf("Begin of a fenced producer: %v, want ErrProducerFenced", err)
 	}
-	if n := p.EpochJumps(); n != 0 {
-		t.Fatalf("EpochJumps before the recovery = %d, want 0", n)
+	if n := p.ProducerEpochJumps(); n != 0 {
+		t.Fatalf("ProducerEpochJumps before the recovery = %d, want 0", n)
 	}
 	if err := p.Recover(ctx); err != nil {
 		t.Fatalf("Recover after a transaction timeout: %v", err)
 	}
-	if n := p.EpochJumps(); n != 1 {
-		t.Fatalf("EpochJumps after recovering from the coordinator's bump = %d, want 1", n)
+	if n := p.ProducerEpochJumps(); n != 1 {
+		t.Fatalf("ProducerEpochJumps after recovering from the coordinator's bump = %d, want 1", n)
 	}
 	if err := p.Begin(ctx); err != nil {
 		t.Fatal(err)
@@ -531,15 +531,15 @@ func TestRecoverAfterTransactionTimeout(t *testing.T) {
 	}
 }
 
-// EpochJumps counts the epoch bumps others made (another producer's
-// InitProducerID here), not the producer's own re-initializations after
-// its aborts.
-func TestEpochJumps(t *testing.T) {
+// ProducerEpochJumps counts the producer epoch bumps others made (another
+// producer's InitProducerID here), not the producer's own
+// re-initializations after its aborts.
+func TestProducerEpochJumps(t *testing.T) {
 	c := kafkatest.New(t, 1)
 	c.CreateTopic(t, "out", 1)
 	ctx := context.Background()
 	p := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-jumps"})
-	for range 3 { // own aborts: each re-initializes, one epoch up
+	for range 3 { // own aborts: each re-initializes, one producer epoch up
 		if err := p.Begin(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -550,8 +550,8 @@ func TestEpochJumps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := p.EpochJumps(); n != 0 {
-		t.Fatalf("EpochJumps after the producer's own aborts = %d, want 0", n)
+	if n := p.ProducerEpochJumps(); n != 0 {
+		t.Fatalf("ProducerEpochJumps after the producer's own aborts = %d, want 0", n)
 	}
 	other := New(newWire(t, c.Addrs), Config{TransactionalID: "tx-jumps"})
 	if err := other.Begin(ctx); err != nil { // fences p
@@ -567,9 +567,9 @@ func TestEpochJumps(t *testing.T) {
 	}
 	_ = p.Abort(ctx)
 	if err := p.Recover(ctx); err != nil {
-		t.Fatalf("Recover: %v (the embedded broker grants a stale epoch)", err)
+		t.Fatalf("Recover: %v (the embedded broker grants a stale producer epoch)", err)
 	}
-	if n := p.EpochJumps(); n != 1 {
-		t.Fatalf("EpochJumps after another producer fenced this one = %d, want 1", n)
+	if n := p.ProducerEpochJumps(); n != 1 {
+		t.Fatalf("ProducerEpochJumps after another producer fenced this one = %d, want 1", n)
 	}
 }

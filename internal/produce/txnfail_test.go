@@ -109,7 +109,7 @@ func TestOnTxnFailedAbortable(t *testing.T) {
 
 // TestOnTxnFailedFenced: a second producer with the same transactional
 // id fences the first. The zombie's next Produce fails (kfake answers
-// INVALID_TXN_STATE: abortable, as a stale epoch may be a timeout) and
+// INVALID_TXN_STATE: abortable, as a stale producer epoch may be a timeout) and
 // its Abort learns it is fenced: the hook is told both, in order, and
 // nothing more after the producer failed for good.
 func TestOnTxnFailedFenced(t *testing.T) {
