@@ -48,11 +48,12 @@ func (k StartKind) String() string {
 }
 
 // StartRequest is where a partition wants to start: a logical position
-// that the resolve stage turns into an absolute [Position]. It is a value
-// type; the zero value is "start where the reset policy says".
+// that the resolve step turns into an absolute one (an offset, the
+// engine's position). It is a value type; the zero value is "start where
+// the reset policy says".
 //
 // A StartRequest is never an offset: code that needs one must wait for the
-// coordinator to resolve the request into a Position.
+// coordinator to resolve the request into a position.
 type StartRequest struct {
 	kind   StartKind
 	offset int64 // StartExact, StartCommitted: the offset; StartAtTime: Unix milliseconds

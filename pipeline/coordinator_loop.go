@@ -10,8 +10,9 @@ import (
 // coordinatorLoop runs a coordinator on its own goroutine: it receives
 // events, applies them, and delivers the coordinator's messages for
 // processing and its notices without ever blocking on them while events
-// wait. Stages send events with send, which blocks only until the loop
-// takes the event (the loop always takes events).
+// wait. The steps, the group member and the application send events
+// with send, which blocks only until the loop takes the event (the loop
+// always takes events).
 type coordinatorLoop struct {
 	c        *coordinator
 	events   chan event

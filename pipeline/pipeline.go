@@ -7,9 +7,10 @@
 // starts, where it is, whether it is paused, what is committed); the
 // engine's steps (resolve, fetch, process, commit) send it events and
 // receive immutable requests and batches. "Stage" always means a user's
-// processing step, one link of the chain every record runs through. A reset never deletes a partition's position: it
-// replaces it with a start request and a new epoch, and any result of the
-// old epoch is dropped. See docs/architecture.md.
+// processing step, one link of the chain every record runs through. A
+// reset never deletes a partition's position: it replaces it with a start
+// request and a new epoch, and any result of the old epoch is dropped.
+// See docs/architecture.md.
 //
 // A minimal pipeline:
 //

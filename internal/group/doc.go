@@ -1,4 +1,4 @@
-// Package group is the processor's consumer-group member: the classic
+// Package group is the engine's consumer-group member: the classic
 // group protocol (FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
 // LeaveGroup, OffsetFetch, OffsetCommit) over kafka-go's protocol
 // package, with static membership (KIP-345) and cooperative incremental

@@ -220,7 +220,7 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, named []Named
 			batch = batch[n:]
 		}
 	}
-	completions := runProcessor(ctx, rn, chain, msg, units)
+	completions := runProcessStep(ctx, rn, chain, msg, units)
 
 	res := Result{Marks: map[Partition]int64{}, Stopped: map[Partition]error{}}
 	for _, tp := range tps {
@@ -267,9 +267,9 @@ func (rn Runner) run(ctx context.Context, records []stages.Record, named []Named
 	return res
 }
 
-// runProcessor runs the batches through the pipeline's processor and
+// runProcessStep runs the batches through the engine's process step and
 // returns the completions by partition.
-func runProcessor(ctx context.Context, rn Runner, chain process.Chain, msg process.Message, units process.UnitState) map[Partition][]process.Completion {
+func runProcessStep(ctx context.Context, rn Runner, chain process.Chain, msg process.Message, units process.UnitState) map[Partition][]process.Completion {
 	conc := rn.Concurrency
 	if conc <= 0 {
 		conc = 4

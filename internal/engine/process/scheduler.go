@@ -18,8 +18,8 @@ import (
 //
 // It runs nothing itself: Next hands out a Unit to run through the
 // chain, Finish takes the chain's result. It is deterministic and not
-// safe for concurrent use: one goroutine owns it (the Processor's, or a
-// test's).
+// safe for concurrent use: one goroutine owns it (the process step's,
+// or a test's).
 type Scheduler struct {
 	concurrency int
 	keyOrdering bool
