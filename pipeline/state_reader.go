@@ -41,7 +41,7 @@ func (r *changelogReader) route(ctx context.Context, tp offsetstore.TopicPartiti
 	if !ok {
 		return -1, -1
 	}
-	epoch, ok := l.Epochs[tp]
+	epoch, ok := l.LeaderEpochs[tp]
 	if !ok {
 		epoch = -1
 	}
