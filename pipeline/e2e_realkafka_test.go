@@ -37,6 +37,11 @@ func TestRealKafka(t *testing.T) {
 	named := func(t *testing.T) *kafkatest.Kafka { return k.Named(uniqueName(t)) }
 
 	t.Run("MinVersionsTable", func(t *testing.T) { minVersionsTable(t, k) })
+	t.Run("StateSurvivesRestore", func(t *testing.T) {
+		for _, tc := range stateRestoreCases {
+			t.Run(string(tc.g)+"/"+tc.store, func(t *testing.T) { stateSurvivesRestore(t, named(t), tc.g, tc.store) })
+		}
+	})
 	t.Run("ConsumeAndCommit", func(t *testing.T) { consumeAndCommit(t, named(t)) })
 	t.Run("ProducerKeysAndAcks", func(t *testing.T) { producerKeysAndAcks(t, named(t)) })
 	t.Run("SeedScenario", func(t *testing.T) {

@@ -85,65 +85,69 @@ func changelogFold(t *testing.T, c *kafkatest.Kafka, topic string) map[string]in
 // changelog read read_committed holds exactly the count of every value
 // in every partition: nothing lost, nothing counted twice.
 func TestStateSurvivesRestore(t *testing.T) {
-	for _, tc := range []struct {
-		g     pipeline.Guarantee
-		store string
-	}{{pipeline.AtLeastOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreMemory}} {
-		g := tc.g
-		t.Run(string(g)+"/"+tc.store, func(t *testing.T) {
-			c := kafkatest.New(t, 1).Kafka
-			const partitions, keys = 2, 7
-			in, group := c.Name("state-in"), c.Name("g-state")
-			c.CreateTopic(t, in, partitions)
-			want := map[string]int{}
-			produced := 0
-			produce := func(per int) {
-				for p := range int32(partitions) {
-					if err := c.ProduceE(in, p, per, 50, func(i int) []byte { return []byte(fmt.Sprintf("k%d", (produced+i)%keys)) }); err != nil {
-						t.Fatal(err)
-					}
-					for i := range per {
-						want[fmt.Sprintf("p%d/k%d", p, (produced+i)%keys)]++
-					}
-				}
-				produced += per
+	for _, tc := range stateRestoreCases {
+		t.Run(string(tc.g)+"/"+tc.store, func(t *testing.T) { stateSurvivesRestore(t, kafkatest.New(t, 1).Kafka, tc.g, tc.store) })
+	}
+}
+
+var stateRestoreCases = []struct {
+	g     pipeline.Guarantee
+	store string
+}{{pipeline.AtLeastOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreDisk}, {pipeline.ExactlyOnce, pipeline.StoreMemory}}
+
+// stateSurvivesRestore is TestStateSurvivesRestore's scenario on cluster
+// c (the embedded broker, or Apache Kafka in the real-Kafka suite).
+func stateSurvivesRestore(t *testing.T, c *kafkatest.Kafka, g pipeline.Guarantee, store string) {
+	const partitions, keys = 2, 7
+	in, group := c.Name("state-in"), c.Name("g-state")
+	c.CreateTopic(t, in, partitions)
+	want := map[string]int{}
+	produced := 0
+	produce := func(per int) {
+		for p := range int32(partitions) {
+			if err := c.ProduceE(in, p, per, 50, func(i int) []byte { return []byte(fmt.Sprintf("k%d", (produced+i)%keys)) }); err != nil {
+				t.Fatal(err)
 			}
-			dirs := []string{t.TempDir(), t.TempDir()}
-			var written []int64 // changelog records each run wrote
-			for run, dir := range []string{dirs[0], dirs[1], dirs[1]} {
-				produce(100 + 50*run)
-				cfg := fastConfig(c, group, in)
-				cfg.Guarantee = g
-				cfg.State.Dir = dir
-				cfg.State.Store = tc.store
-				r := start(t, cfg, pipeline.WithStage("count", counter{}))
-				waitFor(t, 30*time.Second, "every offset committed", func() bool {
-					got := c.Committed(t, group, in)
-					return got[0] == int64(produced) && got[1] == int64(produced)
-				})
-				if err := r.shutdown(t); err != nil {
-					t.Fatalf("run %d: %v", run, err)
-				}
-				s, _ := r.p.Stats(context.Background()) // the counters, after the run
-				// what a restore must read: nothing on an empty
-				// changelog or on the disk of the run before, the
-				// changelog of the earlier runs on an empty disk
-				wantRestored := int64(0)
-				if run == 1 || (run == 2 && tc.store == pipeline.StoreMemory) {
-					for _, n := range written {
-						wantRestored += n
-					}
-				}
-				if s.State.RestoredRecords != wantRestored || s.State.Restores < partitions || s.State.ChangelogRecords == 0 {
-					t.Fatalf("run %d: restored %d records in %d restores, wrote %d changes; want %d restored (earlier runs wrote %v) in at least %d restores",
-						run, s.State.RestoredRecords, s.State.Restores, s.State.ChangelogRecords, wantRestored, written, partitions)
-				}
-				written = append(written, s.State.ChangelogRecords)
-				if got := changelogFold(t, c, group+"-counts-changelog"); !maps.Equal(got, want) {
-					t.Fatalf("run %d: the changelog folds to %v, want %v", run, got, want)
-				}
+			for i := range per {
+				want[fmt.Sprintf("p%d/k%d", p, (produced+i)%keys)]++
 			}
+		}
+		produced += per
+	}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	var written []int64 // changelog records each run wrote
+	for run, dir := range []string{dirs[0], dirs[1], dirs[1]} {
+		produce(100 + 50*run)
+		cfg := fastConfig(c, group, in)
+		cfg.Guarantee = g
+		cfg.State.Dir = dir
+		cfg.State.Store = store
+		r := start(t, cfg, pipeline.WithStage("count", counter{}))
+		waitFor(t, 30*time.Second, "every offset committed", func() bool {
+			got := c.Committed(t, group, in)
+			return got[0] == int64(produced) && got[1] == int64(produced)
 		})
+		if err := r.shutdown(t); err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		s, _ := r.p.Stats(context.Background()) // the counters, after the run
+		// what a restore must read: nothing on an empty
+		// changelog or on the disk of the run before, the
+		// changelog of the earlier runs on an empty disk
+		wantRestored := int64(0)
+		if run == 1 || (run == 2 && store == pipeline.StoreMemory) {
+			for _, n := range written {
+				wantRestored += n
+			}
+		}
+		if s.State.RestoredRecords != wantRestored || s.State.Restores < partitions || s.State.ChangelogRecords == 0 {
+			t.Fatalf("run %d: restored %d records in %d restores, wrote %d changes; want %d restored (earlier runs wrote %v) in at least %d restores",
+				run, s.State.RestoredRecords, s.State.Restores, s.State.ChangelogRecords, wantRestored, written, partitions)
+		}
+		written = append(written, s.State.ChangelogRecords)
+		if got := changelogFold(t, c, group+"-counts-changelog"); !maps.Equal(got, want) {
+			t.Fatalf("run %d: the changelog folds to %v, want %v", run, got, want)
+		}
 	}
 }
 
