@@ -61,6 +61,8 @@ type Pipeline struct {
 	tick    time.Duration
 	// storeNames are the stores the stateful stages declare.
 	storeNames []string
+	// cuts are the repartitions (WithRepartition), in order.
+	cuts []cut
 
 	started   atomic.Bool
 	closeOnce sync.Once
@@ -135,6 +137,9 @@ func New(cfg Config, opts ...Option) (*Pipeline, error) {
 	}
 	if p.sink != nil && p.cfg.DeadLetter.Policy == DeadLetterStop && cfg.DeadLetter.Policy == "" {
 		p.cfg.DeadLetter.Policy = DeadLetterTopic
+	}
+	if err := p.checkCuts(); err != nil {
+		return nil, err
 	}
 	var err error
 	if p.storeNames, err = p.stores(); err != nil {

@@ -52,7 +52,10 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
 	topics = append(topics, p.changelogTopics()...)
 	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
-	err = r.checkCluster(ctx)
+	err = r.createRepartitions(ctx)
+	if err == nil {
+		err = r.checkCluster(ctx)
+	}
 	if err == nil {
 		err = r.checkChangelogs(ctx)
 	}

@@ -55,6 +55,9 @@ type workers struct {
 	reader       *changelogReader
 	storage      *state.Storage
 	stateFetcher *fetch.Fetcher
+	// closeRepartitions closes the repartitions' own producers
+	// (at_least_once).
+	closeRepartitions func()
 
 	// abandoned is the process step's error: written by its goroutine,
 	// read after the run's WaitGroup is done.
@@ -65,6 +68,7 @@ type workers struct {
 // the run has returned.
 func (w *workers) release() {
 	w.chainLog.Flush()
+	w.closeRepartitions()
 	if w.state != nil {
 		_ = w.state.Close()
 		w.reader.close()
@@ -133,19 +137,23 @@ func (r *runner) buildWorkers(ctx, runCtx context.Context, wg *conc.WaitGroup, f
 	// A bad input can fail every record: the chain's per-record
 	// warnings are rate-limited, with a count of what was left out.
 	w.chainLog = logging.ForRecords(logging.ForStage(p.log))
+	chain, routes, closeRepartitions, err := r.chains(r.chain(w.chainLog))
+	w.closeRepartitions = closeRepartitions
 	var us process.UnitState
-	if len(p.storeNames) > 0 {
-		if err := r.buildState(w, client, brokers); err != nil {
-			fetcher.Close()
-			if w.txn != nil {
-				r.out.detach()
-			}
-			return nil, err
-		}
+	if err == nil && len(p.storeNames) > 0 {
+		err = r.buildState(w, client, brokers)
 		us = unitState{w.state}
 	}
+	if err != nil {
+		closeRepartitions()
+		fetcher.Close()
+		if w.txn != nil {
+			r.out.detach()
+		}
+		return nil, err
+	}
 	w.process = process.NewStep(process.Config{
-		Chain: r.chain(w.chainLog), Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
+		Chain: chain, Routes: routes, Concurrency: cfg.Consumer.Concurrency, KeyOrdering: cfg.Consumer.Ordering == OrderByKey,
 		OnDone: func(n int) { p.stats.processed.Add(int64(n)) },
 		State:  us,
 	})

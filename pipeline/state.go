@@ -101,6 +101,31 @@ func (p *Pipeline) stores() ([]string, error) {
 	return names, nil
 }
 
+// storeSources says which stores the units of each source topic use: the
+// stores of the stateful stages of the segment that runs on it.
+func (p *Pipeline) storeSources() map[string][]string {
+	out := map[string][]string{}
+	for _, seg := range p.segments() {
+		var names []string
+		for _, st := range seg.stages {
+			if sf, ok := st.Stage.(stages.Stateful); ok {
+				names = append(names, sf.Stores()...)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		sources := []string{seg.source}
+		if seg.source == "" {
+			sources = p.inputTopics()
+		}
+		for _, t := range sources {
+			out[t] = names
+		}
+	}
+	return out
+}
+
 // checkStateful refuses what stateful stages cannot run with.
 func (p *Pipeline) checkStateful() error {
 	if len(p.storeNames) == 0 {
@@ -109,8 +134,12 @@ func (p *Pipeline) checkStateful() error {
 	if p.cfg.Consumer.Ordering == OrderByKey {
 		return fmt.Errorf("consumer.ordering: key: stages with state (stores %v) need ordering: partition (a partition's store is used by one batch at a time)", p.storeNames)
 	}
-	if len(p.cfg.Consumer.Topics) != 1 {
-		return fmt.Errorf("consumer.topics: stages with state (stores %v) read one topic (a store's changelog partition is its input partition); found %d", p.storeNames, len(p.cfg.Consumer.Topics))
+	seg := p.segments()[0]
+	for _, st := range seg.stages {
+		if _, ok := st.Stage.(stages.Stateful); ok && len(p.inputTopics()) != 1 {
+			return fmt.Errorf("consumer.topics: stage %s keeps state, and runs on the consumed topics: it needs exactly one "+
+				"(a store's changelog partition is its input partition; found %d), or a repartition before it", st.Name, len(p.inputTopics()))
+		}
 	}
 	return nil
 }
@@ -132,6 +161,9 @@ func (r *runner) checkChangelogs(ctx context.Context) error {
 	if len(p.storeNames) == 0 {
 		return nil
 	}
+	// a store's changelog has its source topic's partitions: the
+	// consumed topic's, or (after a repartition) the repartition
+	// topic's, created with the same count
 	input := p.cfg.Consumer.Topics[0]
 	names := append([]string{input}, p.changelogTopics()...)
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Kafka.DialTimeout)
@@ -276,7 +308,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 	p.log.Info("state: stores ready", zap.Strings("stores", p.storeNames), zap.String("where", where),
 		zap.Strings("changelogs", p.changelogTopics()))
 	w.state = state.NewManager(state.Config{
-		Group: cfg.Consumer.Group, Stores: p.storeNames, Storage: w.storage,
+		Group: cfg.Consumer.Group, Stores: p.storeNames, Sources: p.storeSources(), Storage: w.storage,
 		Writer: changelogWriter{write: prod.ProduceTo}, Reader: w.reader,
 		Transactional: w.txn != nil, Log: p.log, Counters: &p.stats.state,
 	})

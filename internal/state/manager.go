@@ -29,8 +29,12 @@ func ChangelogTopic(group, store string) string { return group + "-" + store + "
 
 // Config configures a Manager.
 type Config struct {
-	Group   string
-	Stores  []string
+	Group  string
+	Stores []string
+	// Sources, if set, says which stores the units of each source topic
+	// use (the stateful stages of the segment that runs on it); units of
+	// a topic not in it have no state. nil: every unit uses every store.
+	Sources map[string][]string
 	Storage *Storage
 	Writer  Writer
 	Reader  Reader
@@ -111,6 +115,19 @@ func NewManager(cfg Config) *Manager {
 	return &Manager{cfg: cfg, parts: map[offsetstore.TopicPartition]*partState{}}
 }
 
+// stateful reports whether units of topic use stores.
+func (m *Manager) stateful(topic string) bool {
+	return m.cfg.Sources == nil || len(m.cfg.Sources[topic]) > 0
+}
+
+// storesOf returns the stores units of topic use.
+func (m *Manager) storesOf(topic string) []string {
+	if m.cfg.Sources == nil {
+		return m.cfg.Stores
+	}
+	return m.cfg.Sources[topic]
+}
+
 func (m *Manager) part(tp offsetstore.TopicPartition) *partState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -127,6 +144,9 @@ func (m *Manager) part(tp offsetstore.TopicPartition) *partState {
 // chain runs in. Transient failures are retried until ctx ends; an error
 // is returned only when ctx ended or the local storage failed.
 func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc Incarnation) (context.Context, error) {
+	if !m.stateful(tp.Topic) {
+		return ctx, nil
+	}
 	ps := m.part(tp)
 	m.mu.Lock()
 	current := ps.restored && ps.incarnation == inc
@@ -140,7 +160,7 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 		}
 	}()
 	if !current {
-		for _, name := range m.cfg.Stores {
+		for _, name := range m.storesOf(tp.Topic) {
 			if err := m.restore(ctx, ps, name, tp.Partition); err != nil {
 				return ctx, err
 			}
@@ -233,6 +253,9 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 // retried until ctx ends; an error means the unit must not count as
 // finished.
 func (m *Manager) End(ctx context.Context, tp offsetstore.TopicPartition, finished bool) error {
+	if !m.stateful(tp.Topic) {
+		return nil
+	}
 	ps := m.part(tp)
 	defer m.unitEnded(tp, ps)
 	m.mu.Lock()
@@ -242,7 +265,7 @@ func (m *Manager) End(ctx context.Context, tp offsetstore.TopicPartition, finish
 		finished = false
 	}
 	m.mu.Unlock()
-	for _, name := range m.cfg.Stores {
+	for _, name := range m.storesOf(tp.Topic) {
 		p := ps.stores[name]
 		if p == nil {
 			continue

@@ -60,8 +60,12 @@ func (s *Storage) fs() vfs.FS {
 func (s *Storage) Open(id Identity) (*Partition, Opened, error) {
 	dir := s.path(id)
 	db, err := s.openDB(dir)
+	if err != nil && !pebble.IsCorruptionError(err) {
+		return nil, Opened{}, fmt.Errorf("state store %s, partition %d: opening the local store in %s: %w (check the disk, and that no other process uses state.dir)",
+			id.Store, id.Partition, dir, err)
+	}
 	if err != nil {
-		// a store pebble cannot open is rebuilt from the changelog
+		// a store pebble finds corrupt is rebuilt from the changelog
 		if werr := s.wipe(dir); werr != nil {
 			return nil, Opened{}, fmt.Errorf("state store %s, partition %d: the local store in %s cannot be opened (%v) nor removed: %w",
 				id.Store, id.Partition, dir, err, werr)

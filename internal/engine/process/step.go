@@ -20,6 +20,10 @@ import (
 // Config configures a Step.
 type Config struct {
 	Chain Chain
+	// Routes, if set, are the chains of the records of particular
+	// topics (a pipeline's segments after a repartition); the records of
+	// any other topic run through Chain.
+	Routes map[string]*Chain
 	// Concurrency is the most units (batches, or key groups of batches)
 	// processed at once. Default GOMAXPROCS.
 	Concurrency int
@@ -73,11 +77,19 @@ func NewStep(cfg Config) *Step {
 	if cfg.Chain.Log == nil {
 		cfg.Chain.Log = stages.NopLogger
 	}
+	for _, c := range cfg.Routes {
+		if c.Log == nil {
+			c.Log = stages.NopLogger
+		}
+	}
 	if cfg.AbandonAfter <= 0 {
 		cfg.AbandonAfter = DefaultAbandonAfter
 	}
 	calls := &callCounter{n: map[string]int{}}
 	cfg.Chain.calls = calls
+	for _, c := range cfg.Routes {
+		c.calls = calls
+	}
 	s := NewScheduler(cfg.Concurrency, cfg.KeyOrdering)
 	s.onDone = cfg.OnDone
 	return &Step{cfg: cfg, sched: s, calls: calls}
@@ -206,12 +218,23 @@ func (p *Step) Run(ctx context.Context, in <-chan Message, out chan<- *Report) e
 	}
 }
 
+// chainOf returns the chain u's records run through: their topic's route,
+// or Chain.
+func (p *Step) chainOf(u *Unit) *Chain {
+	if len(p.cfg.Routes) > 0 {
+		if c := p.cfg.Routes[u.pieces[0].job.batch.Partition().Topic]; c != nil {
+			return c
+		}
+	}
+	return &p.cfg.Chain
+}
+
 // runUnit runs u through the chain, within its partition's state when
 // the pipeline has state.
 func (p *Step) runUnit(ctx context.Context, u *Unit) error {
 	st := p.cfg.State
 	if st == nil {
-		_, err := p.cfg.Chain.Run(ctx, u.Records())
+		_, err := p.chainOf(u).Run(ctx, u.Records())
 		return err
 	}
 	b := u.pieces[0].job.batch
@@ -224,7 +247,7 @@ func (p *Step) runUnit(ctx context.Context, u *Unit) error {
 	if err != nil {
 		return stateFailed(ctx, first, err)
 	}
-	_, err = p.cfg.Chain.Run(cctx, u.Records())
+	_, err = p.chainOf(u).Run(cctx, u.Records())
 	var stop *stages.StoppedError
 	finished := err == nil || (errors.As(err, &stop) && stop.Offset > first)
 	if eerr := st.End(ctx, tp, finished); eerr != nil && finished {

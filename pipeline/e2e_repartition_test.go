@@ -1,0 +1,108 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+// keyCounter counts its records per key in the store "bykey".
+type keyCounter struct{}
+
+func (keyCounter) Stores() []string { return []string{"bykey"} }
+
+func (keyCounter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	st, err := stages.StoreFor(ctx, "bykey")
+	if err != nil {
+		return nil, err
+	}
+	counts := stages.Typed[int]{Store: st, Codec: stages.JSONCodec[int]{}}
+	for _, r := range in {
+		n, _, err := counts.Get(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		if err := counts.Put(r.Key, n+1); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// userOf is the repartition key: the value's part before the first ':'.
+func userOf(r stages.Record) ([]byte, error) {
+	u, _, ok := bytes.Cut(r.Value, []byte(":"))
+	if !ok {
+		return nil, stages.Permanent(fmt.Errorf("value %q has no user", r.Value))
+	}
+	return u, nil
+}
+
+// TestRepartitionGroupsByTheNewKey: records spread over the input
+// partitions are re-keyed by user and counted per user after the
+// repartition, at both guarantees. Every user's count is exact and lives
+// in the store of the partition murmur2 gives the user (as a Java
+// producer would place it), and a record without a user is dead-lettered
+// without holding the others back.
+func TestRepartitionGroupsByTheNewKey(t *testing.T) {
+	for _, g := range []pipeline.Guarantee{pipeline.AtLeastOnce, pipeline.ExactlyOnce} {
+		t.Run(string(g), func(t *testing.T) {
+			c := kafkatest.New(t, 1).Kafka
+			const partitions, users, per = 3, 11, 200
+			in, group, dead := c.Name("orders"), c.Name("g-rekey"), c.Name("dead")
+			c.CreateTopic(t, in, partitions)
+			c.CreateTopic(t, dead, 1)
+			want := map[string]int{}
+			for p := range int32(partitions) {
+				value := func(i int) []byte {
+					if i == 7 {
+						return []byte("no user here")
+					}
+					return fmt.Appendf(nil, "u%d:order-%d-%d", (i*int(p+1))%users, p, i)
+				}
+				if err := c.ProduceE(in, p, per, 50, value); err != nil {
+					t.Fatal(err)
+				}
+				for i := range per {
+					if i != 7 {
+						u := fmt.Sprintf("u%d", (i*int(p+1))%users)
+						want[fmt.Sprintf("p%d/%s", partitioner.Murmur2([]byte(u), partitions), u)]++
+					}
+				}
+			}
+			cfg := fastConfig(c, group, in)
+			cfg.Guarantee = g
+			cfg.State.Dir = t.TempDir()
+			cfg.DeadLetter = pipeline.DeadLetterConfig{Topic: dead, Policy: pipeline.DeadLetterTopic}
+			r := start(t, cfg, pipeline.WithRepartition("by-user", userOf), pipeline.WithStage("count", keyCounter{}))
+			waitFor(t, 30*time.Second, "every input offset committed", func() bool {
+				got := c.Committed(t, group, in)
+				return got[0] == per && got[1] == per && got[2] == per
+			})
+			// the repartitioned records are processed after their
+			// transaction (or write) is done: wait for the counts
+			var got map[string]int
+			waitFor(t, 30*time.Second, "every count in the changelog", func() bool {
+				got = changelogFold(t, c, group+"-bykey-changelog")
+				return maps.Equal(got, want)
+			})
+			if err := r.shutdown(t); err != nil {
+				t.Fatal(err)
+			}
+			if got := changelogFold(t, c, group+"-bykey-changelog"); !maps.Equal(got, want) {
+				t.Fatalf("after the stop the changelog folds to %v, want %v", got, want)
+			}
+			if n := readCommitted(t, c, dead, partitions)["no user here"]; n != partitions {
+				t.Fatalf("%d dead letters, want %d (one record without a user per partition)", n, partitions)
+			}
+		})
+	}
+}
