@@ -12,6 +12,8 @@ import (
 	"github.com/fencepost-dev/fencepost/internal/partitioner"
 	"github.com/fencepost-dev/fencepost/pipeline"
 	"github.com/fencepost-dev/fencepost/stages"
+	_ "github.com/fencepost-dev/fencepost/stages/builtin" // the repartition stage
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
 )
 
 // keyCounter counts its records per key in the store "bykey".
@@ -53,8 +55,25 @@ func userOf(r stages.Record) ([]byte, error) {
 // producer would place it), and a record without a user is dead-lettered
 // without holding the others back.
 func TestRepartitionGroupsByTheNewKey(t *testing.T) {
-	for _, g := range []pipeline.Guarantee{pipeline.AtLeastOnce, pipeline.ExactlyOnce} {
-		t.Run(string(g), func(t *testing.T) {
+	// the Go API's WithRepartition, or the built-in repartition stage
+	goAPI := func(*testing.T) []pipeline.Option { return []pipeline.Option{pipeline.WithRepartition("by-user", userOf)} }
+	builtinStage := func(t *testing.T) []pipeline.Option {
+		st, err := stagetest.Build("repartition", stages.Options{"key": `value contains ":" ? split(value, ":")[0] : nil`, "topic": "by-user"}, stages.Env{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []pipeline.Option{pipeline.WithStage("rekey", st)}
+	}
+	for _, tc := range []struct {
+		name string
+		g    pipeline.Guarantee
+		cut  func(*testing.T) []pipeline.Option
+	}{
+		{"api/at_least_once", pipeline.AtLeastOnce, goAPI}, {"api/exactly_once", pipeline.ExactlyOnce, goAPI},
+		{"stage/at_least_once", pipeline.AtLeastOnce, builtinStage}, {"stage/exactly_once", pipeline.ExactlyOnce, builtinStage},
+	} {
+		g := tc.g
+		t.Run(tc.name, func(t *testing.T) {
 			c := kafkatest.New(t, 1).Kafka
 			const partitions, users, per = 3, 11, 200
 			in, group, dead := c.Name("orders"), c.Name("g-rekey"), c.Name("dead")
@@ -82,7 +101,7 @@ func TestRepartitionGroupsByTheNewKey(t *testing.T) {
 			cfg.Guarantee = g
 			cfg.State.Dir = t.TempDir()
 			cfg.DeadLetter = pipeline.DeadLetterConfig{Topic: dead, Policy: pipeline.DeadLetterTopic}
-			r := start(t, cfg, pipeline.WithRepartition("by-user", userOf), pipeline.WithStage("count", keyCounter{}))
+			r := start(t, cfg, append(tc.cut(t), pipeline.WithStage("count", keyCounter{}))...)
 			waitFor(t, 30*time.Second, "every input offset committed", func() bool {
 				got := c.Committed(t, group, in)
 				return got[0] == per && got[1] == per && got[2] == per

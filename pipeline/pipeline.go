@@ -76,9 +76,22 @@ type Option func(*Pipeline)
 
 // WithStage appends a stage to the chain, under a name its errors and
 // dead letters carry. Records flow through stages in the order added.
+//
+// A stage that is a stages.Repartitioner ends a segment: its output
+// records go through a repartition topic by their keys, and the stages
+// added after it run on that topic (see WithRepartition).
 func WithStage(name string, s stages.Stage) Option {
-	return func(p *Pipeline) { p.stages = append(p.stages, process.NamedStage{Name: name, Stage: s}) }
+	return func(p *Pipeline) {
+		p.stages = append(p.stages, process.NamedStage{Name: name, Stage: s})
+		if r, ok := s.(stages.Repartitioner); ok {
+			WithRepartition(r.RepartitionName(), recordKey)(p)
+		}
+	}
 }
+
+// recordKey is the repartition key of a stages.Repartitioner's output:
+// the key it set.
+func recordKey(r stages.Record) ([]byte, error) { return r.Key, nil }
 
 // WithLogger sets where the pipeline logs (default: nowhere): resets,
 // stopped partitions, rebalances, failures, with key-value pairs. A

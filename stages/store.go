@@ -142,3 +142,19 @@ func (t Typed[V]) Put(key []byte, v V) error {
 
 // Delete removes key.
 func (t Typed[V]) Delete(key []byte) error { return t.Store.Delete(key) }
+
+// Repartitioner is implemented by a stage after which the pipeline
+// repartitions: the stage gives each record its new key (the Key of the
+// records it returns), the pipeline writes them to a repartition topic
+// placed by that key, and the stages after it run on that topic, on the
+// member that owns the key's partition. So a stateful stage after it sees
+// every record of a key in one partition. The built-in "repartition"
+// stage is one; see pipeline.WithRepartition for the topic and its
+// guarantees.
+type Repartitioner interface {
+	Stage
+	// RepartitionName names the repartition topic
+	// (<group>-<name>-repartition): [a-zA-Z0-9._-], unique in the
+	// pipeline.
+	RepartitionName() string
+}

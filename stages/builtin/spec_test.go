@@ -38,6 +38,10 @@ func TestSpecs(t *testing.T) {
 		},
 		"log":    logOpts,
 		"stdout": logOpts,
+		"repartition": {
+			{"key", stages.TypeExpr, true, nil, nil},
+			{"topic", stages.TypeString, false, "repartition", nil},
+		},
 	}
 	specs := stages.Default.Specs()
 	if len(specs) != len(want) {
@@ -78,6 +82,8 @@ func TestExactlyOnceFlags(t *testing.T) {
 		"produce": true,  // writes through Env.Producer only
 		"log":     false, // prints to standard output
 		"stdout":  false, // the same stage as log
+		// re-keys records; the pipeline writes them in the transaction
+		"repartition": true,
 	}
 	specs := stages.Default.Specs()
 	if len(specs) != len(want) {
