@@ -61,6 +61,9 @@ type Pipeline struct {
 	tick    time.Duration
 	// storeNames are the stores the stateful stages declare.
 	storeNames []string
+	// tables are the read-only stores that mirror topics (store ->
+	// topic), among storeNames.
+	tables map[string]string
 	// cuts are the repartitions (WithRepartition), in order.
 	cuts []cut
 

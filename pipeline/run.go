@@ -50,7 +50,7 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	// The transport answers Metadata requests from its cache of these
 	// topics: the consumed ones and the ones checked at start.
 	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
-	topics = append(topics, p.changelogTopics()...)
+	topics = append(topics, p.stateTopics()...)
 	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
 	err = r.createRepartitions(ctx)
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,12 +83,19 @@ func (s StateConfig) validate(bad func(key, format string, args ...any)) {
 func (p *Pipeline) stores() ([]string, error) {
 	var names []string
 	by := map[string]string{}
+	p.tables = map[string]string{}
 	for _, st := range p.stages {
-		sf, ok := st.Stage.(stages.Stateful)
-		if !ok {
-			continue
+		var declared []string
+		if sf, ok := st.Stage.(stages.Stateful); ok {
+			declared = sf.Stores()
 		}
-		for _, n := range sf.Stores() {
+		if tr, ok := st.Stage.(stages.TableReader); ok {
+			for _, n := range slices.Sorted(maps.Keys(tr.Tables())) {
+				declared = append(declared, n)
+				p.tables[n] = tr.Tables()[n]
+			}
+		}
+		for _, n := range declared {
 			if err := stages.ValidStoreName(n); err != nil {
 				return nil, fmt.Errorf("stage %s: %w", st.Name, err)
 			}
@@ -110,6 +118,9 @@ func (p *Pipeline) storeSources() map[string][]string {
 		for _, st := range seg.stages {
 			if sf, ok := st.Stage.(stages.Stateful); ok {
 				names = append(names, sf.Stores()...)
+			}
+			if tr, ok := st.Stage.(stages.TableReader); ok {
+				names = append(names, slices.Sorted(maps.Keys(tr.Tables()))...)
 			}
 		}
 		if len(names) == 0 {
@@ -144,11 +155,26 @@ func (p *Pipeline) checkStateful() error {
 	return nil
 }
 
-// changelogTopics are the changelog topics of the pipeline's stores.
+// changelogTopics are the changelog topics of the pipeline's stores (not
+// of its tables: their topics are the application's).
 func (p *Pipeline) changelogTopics() []string {
 	var out []string
 	for _, n := range p.storeNames {
-		out = append(out, state.ChangelogTopic(p.cfg.Consumer.Group, n))
+		if _, table := p.tables[n]; !table {
+			out = append(out, state.ChangelogTopic(p.cfg.Consumer.Group, n))
+		}
+	}
+	return out
+}
+
+// stateTopics are the topics the stores restore from: the changelogs
+// and the tables' topics.
+func (p *Pipeline) stateTopics() []string {
+	out := p.changelogTopics()
+	for _, n := range slices.Sorted(maps.Keys(p.tables)) {
+		if t := p.tables[n]; !slices.Contains(out, t) {
+			out = append(out, t)
+		}
 	}
 	return out
 }
@@ -165,7 +191,7 @@ func (r *runner) checkChangelogs(ctx context.Context) error {
 	// consumed topic's, or (after a repartition) the repartition
 	// topic's, created with the same count
 	input := p.cfg.Consumer.Topics[0]
-	names := append([]string{input}, p.changelogTopics()...)
+	names := append([]string{input}, p.stateTopics()...)
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.Kafka.DialTimeout)
 	defer cancel()
 	m, err := r.transport.RoundTrip(cctx, r.conn.addr(), &meta.Request{TopicNames: names})
@@ -194,6 +220,15 @@ func (r *runner) checkChangelogs(ctx context.Context) error {
 				"(delete the changelog topic to have it created again, with `processor state reset`, or give the store another name)", n, got, input, want))
 		default:
 			check = append(check, n)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(p.tables)) {
+		switch got, ok := counts[p.tables[n]]; {
+		case !ok:
+			errs = append(errs, fmt.Errorf("table %s: topic %q does not exist (create it, or check the name)", n, p.tables[n]))
+		case got != want:
+			errs = append(errs, fmt.Errorf("table %s: topic %q has %d partitions, the input topic %q has %d: a table must be "+
+				"partitioned as the stream it is joined with (repartition the stream, or recreate the table's topic)", n, p.tables[n], got, input, want))
 		}
 	}
 	if len(check) > 0 {
@@ -294,7 +329,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 		return err
 	}
 	w.stateFetcher = sf
-	w.reader = &changelogReader{fetcher: sf, meta: fetch.NewMetadata(client, p.changelogTopics(), brokers),
+	w.reader = &changelogReader{fetcher: sf, meta: fetch.NewMetadata(client, p.stateTopics(), brokers),
 		maxBytes: int32(min(cfg.Consumer.MaxPartitionFetchBytes, 1<<30)), idle: map[int32][]*fetch.Stream{}}
 	prod := w.txn
 	if prod == nil {
@@ -308,7 +343,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 	p.log.Info("state: stores ready", zap.Strings("stores", p.storeNames), zap.String("where", where),
 		zap.Strings("changelogs", p.changelogTopics()))
 	w.state = state.NewManager(state.Config{
-		Group: cfg.Consumer.Group, Stores: p.storeNames, Sources: p.storeSources(), Storage: w.storage,
+		Group: cfg.Consumer.Group, Stores: p.storeNames, Tables: p.tables, Sources: p.storeSources(), Storage: w.storage,
 		Writer: changelogWriter{write: prod.ProduceTo}, Reader: w.reader,
 		Transactional: w.txn != nil, Log: p.log, Counters: &p.stats.state,
 	})

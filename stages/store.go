@@ -158,3 +158,16 @@ type Repartitioner interface {
 	// pipeline.
 	RepartitionName() string
 }
+
+// TableReader is implemented by stages that read tables: compacted topics
+// mirrored into read-only stores (a Put or Delete fails). Partition p of
+// a table's topic fills the store of input partition p, so the topic
+// must be partitioned as the stage's input (the same partition count,
+// keys placed the same way; the pipeline checks the count at start). A
+// table catches up with its topic before each Process call of its
+// partition: an update is seen by the records processed after it was
+// read. Get a table's store with StoreFor, by its name.
+type TableReader interface {
+	// Tables maps store names to the topics they mirror.
+	Tables() map[string]string
+}

@@ -31,8 +31,13 @@ func ChangelogTopic(group, store string) string { return group + "-" + store + "
 type Config struct {
 	Group  string
 	Stores []string
-	// Sources, if set, says which stores the units of each source topic
-	// use (the stateful stages of the segment that runs on it); units of
+	// Tables are read-only stores that mirror a compacted topic (store
+	// name -> topic): the topic is their changelog, never written; they
+	// catch up with it before every unit, so a table update is seen by
+	// the records processed after it was read.
+	Tables map[string]string
+	// Sources, if set, says which stores (and tables) the units of each
+	// source topic use (the stateful stages of the segment that runs on it); units of
 	// a topic not in it have no state. nil: every unit uses every store.
 	Sources map[string][]string
 	Storage *Storage
@@ -159,12 +164,14 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 			m.unitEnded(tp, ps)
 		}
 	}()
-	if !current {
-		for _, name := range m.storesOf(tp.Topic) {
+	for _, name := range m.storesOf(tp.Topic) {
+		if _, table := m.cfg.Tables[name]; table || !current {
 			if err := m.restore(ctx, ps, name, tp.Partition); err != nil {
 				return ctx, err
 			}
 		}
+	}
+	if !current {
 		m.mu.Lock()
 		ps.incarnation, ps.restored = inc, true
 		m.mu.Unlock()
@@ -174,6 +181,9 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 		p := ps.stores[name]
 		if p == nil {
 			return nil, fmt.Errorf("the stage did not declare store %q", name)
+		}
+		if topic, table := m.cfg.Tables[name]; table {
+			return readOnly{p, topic}, nil
 		}
 		return p, nil
 	})
@@ -185,7 +195,11 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 func (m *Manager) restore(ctx context.Context, ps *partState, name string, partition int32) error {
 	p := ps.stores[name]
 	if p == nil {
-		id := Identity{Group: m.cfg.Group, Store: name, Changelog: ChangelogTopic(m.cfg.Group, name), Partition: partition}
+		changelog := ChangelogTopic(m.cfg.Group, name)
+		if topic, table := m.cfg.Tables[name]; table {
+			changelog = topic
+		}
+		id := Identity{Group: m.cfg.Group, Store: name, Changelog: changelog, Partition: partition}
 		var opened Opened
 		var err error
 		if p, opened, err = m.cfg.Storage.Open(id); err != nil {
@@ -224,6 +238,9 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 		}
 		if err == nil {
 			c.Restores.Add(1)
+			if _, table := m.cfg.Tables[name]; table && !res.Wiped && res.From > 0 {
+				return nil // a table's catch-up before a unit: not news
+			}
 			if res.Records > 0 || res.Wiped {
 				took := time.Since(began)
 				m.cfg.Log.Info("state: restored", zap.String("store", name), zap.Int32("partition", partition),
@@ -453,3 +470,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// readOnly is a table's store as a stage sees it: reads only.
+type readOnly struct {
+	*Partition
+	topic string
+}
+
+func (r readOnly) Put([]byte, []byte) error {
+	return fmt.Errorf("table %s mirrors topic %s: it is read-only (write to the topic)", r.id.Store, r.topic)
+}
+
+func (r readOnly) Delete([]byte) error { return r.Put(nil, nil) }

@@ -38,6 +38,12 @@ func TestSpecs(t *testing.T) {
 		},
 		"log":    logOpts,
 		"stdout": logOpts,
+		"join": {
+			{"table", stages.TypeString, true, nil, nil},
+			{"key", stages.TypeExpr, false, nil, nil},
+			{"as", stages.TypeString, false, "table", nil},
+			{"type", stages.TypeString, false, "left", []string{"left", "inner"}},
+		},
 		"repartition": {
 			{"key", stages.TypeExpr, true, nil, nil},
 			{"topic", stages.TypeString, false, "repartition", nil},
@@ -84,6 +90,8 @@ func TestExactlyOnceFlags(t *testing.T) {
 		"stdout":  false, // the same stage as log
 		// re-keys records; the pipeline writes them in the transaction
 		"repartition": true,
+		// reads a table, returns records: its output only
+		"join": true,
 	}
 	specs := stages.Default.Specs()
 	if len(specs) != len(want) {

@@ -1,0 +1,150 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/fencepost-dev/fencepost/internal/kafkatest"
+	"github.com/fencepost-dev/fencepost/internal/partitioner"
+	"github.com/fencepost-dev/fencepost/pipeline"
+	"github.com/fencepost-dev/fencepost/stages"
+	"github.com/fencepost-dev/fencepost/stages/stagetest"
+)
+
+// produceKeyed writes key/value pairs to topic, each on the partition
+// murmur2 gives its key (as a Java producer places it).
+func produceKeyed(t *testing.T, c *kafkatest.Kafka, topic string, partitions int, kv ...[2]string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for _, p := range kv {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(p[0]), Value: []byte(p[1]),
+			Partition: partitioner.Murmur2([]byte(p[0]), partitions)})
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// joined collects the join's outputs: user -> the profile names seen, in
+// order.
+type joined struct {
+	mu  sync.Mutex
+	got map[string][]string
+	n   int
+}
+
+func (j *joined) Process(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range in {
+		var v struct {
+			User    string `json:"user"`
+			Profile *struct {
+				Name string `json:"name"`
+			} `json:"profile"`
+		}
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			return nil, err
+		}
+		name := "<none>"
+		if v.Profile != nil {
+			name = v.Profile.Name
+		}
+		j.got[v.User] = append(j.got[v.User], name)
+		j.n++
+	}
+	return in, nil
+}
+
+func (j *joined) count() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n
+}
+
+// TestJoinWithATable joins clicks with a users table (a compacted topic
+// partitioned like the clicks): rows present are added, a user without a
+// row gets null (left join), a table update made while the pipeline runs
+// is seen by the clicks after it, and a restart on an empty disk restores
+// the table from its topic.
+func TestJoinWithATable(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	const partitions = 3
+	clicks, users, group := c.Name("clicks"), c.Name("users"), c.Name("g-join")
+	c.CreateTopic(t, clicks, partitions)
+	c.CreateTopic(t, users, partitions)
+	var rows [][2]string
+	for u := range 10 {
+		rows = append(rows, [2]string{fmt.Sprintf("u%d", u), fmt.Sprintf(`{"name":"Name %d"}`, u)})
+	}
+	produceKeyed(t, c, users, partitions, rows...)
+	click := func(round int) (kv [][2]string) {
+		for u := range 11 {
+			kv = append(kv, [2]string{fmt.Sprintf("u%d", u), fmt.Sprintf(`{"user":"u%d","round":%d}`, u, round)})
+		}
+		return kv
+	}
+	produceKeyed(t, c, clicks, partitions, click(0)...)
+
+	st, err := stagetest.Build("join", stages.Options{"table": users, "key": "json.user", "as": "profile"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(dir string, until int, then func(*joined)) *joined {
+		out := &joined{got: map[string][]string{}}
+		cfg := fastConfig(c, group, clicks)
+		cfg.State.Dir = dir
+		r := start(t, cfg, pipeline.WithStage("join", st), pipeline.WithStage("collect", out))
+		waitFor(t, 30*time.Second, "the clicks joined", func() bool { return out.count() >= until })
+		if then != nil {
+			then(out)
+		}
+		if err := r.shutdown(t); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// while it runs: a table update, then a click after it
+	first := run(t.TempDir(), 11, func(out *joined) {
+		produceKeyed(t, c, users, partitions, [2]string{"u2", `{"name":"Updated live"}`})
+		time.Sleep(100 * time.Millisecond) // the update is in the table's log first
+		produceKeyed(t, c, clicks, partitions, [2]string{"u2", `{"user":"u2","round":9}`})
+		waitFor(t, 10*time.Second, "the click after the update joined", func() bool { return out.count() >= 12 })
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		if got := out.got["u2"]; len(got) != 2 || got[1] != "Updated live" {
+			t.Fatalf("u2 joined as %q, want the update seen by the click after it", got)
+		}
+		out.got["u2"] = out.got["u2"][:1]
+	})
+	for u := range 11 {
+		want := fmt.Sprintf("Name %d", u)
+		if u == 10 {
+			want = "<none>"
+		}
+		if got := first.got[fmt.Sprintf("u%d", u)]; len(got) != 1 || got[0] != want {
+			t.Fatalf("u%d joined as %q, want [%s]", u, got, want)
+		}
+	}
+
+	// an update, then clicks after it; a fresh disk restores the table
+	produceKeyed(t, c, users, partitions, [2]string{"u1", `{"name":"Renamed"}`}, [2]string{"u10", `{"name":"Late"}`})
+	produceKeyed(t, c, clicks, partitions, click(1)...)
+	second := run(t.TempDir(), 11, nil)
+	for u, want := range map[string]string{"u0": "Name 0", "u1": "Renamed", "u2": "Updated live", "u10": "Late"} {
+		if got := second.got[u]; len(got) != 1 || got[0] != want {
+			t.Fatalf("after the update and a restore, %s joined as %q, want [%s]", u, got, want)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/fencepost-dev/fencepost/stages"
+)
+
+func init() {
+	stages.Register(stages.Spec{
+		Name:    "join",
+		Summary: "join each record with the row of a table (a compacted topic) under its key",
+		Options: []stages.OptionSpec{
+			{Name: "table", Type: stages.TypeString, Required: true, Doc: "the compacted topic that holds the table: key -> JSON value. " +
+				"It must be partitioned as the stream (same partition count, keys placed the same way: put a repartition " +
+				"stage with the join's key before the join when the stream is keyed otherwise); the pipeline checks the count at start."},
+			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the lookup key; absent: the record key." + convertDoc},
+			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row"},
+			{Name: "type", Type: stages.TypeString, Default: "left", Enum: []string{"left", "inner"},
+				Doc: "left: a record without a row gets null; inner: it is dropped"},
+		},
+		New: newJoin,
+		// Its only effect is the records it returns; the table is read
+		// only.
+		ExactlyOnce: true,
+	})
+}
+
+// joinStage adds a table's row to each record's JSON object.
+type joinStage struct {
+	topic, store, as string
+	inner            bool
+	key              *mapStage // nil: the record key
+}
+
+func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
+	topic, _ := opts.String("table")
+	if stages.ValidStoreName(topic) != nil {
+		return nil, &stages.OptionError{Option: "table", Err: fmt.Errorf("%q is not a topic name", topic)}
+	}
+	as, _ := opts.String("as")
+	if as == "" {
+		return nil, &stages.OptionError{Option: "as", Err: errors.New("must not be empty")}
+	}
+	kind, _ := opts.String("type")
+	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner"}
+	if opts.Has("key") {
+		m, err := newMap(stages.Options{"key": opts["key"]}, env)
+		if err != nil {
+			return nil, err
+		}
+		j.key = m.(*mapStage)
+	}
+	return j, nil
+}
+
+// Tables implements stages.TableReader.
+func (j *joinStage) Tables() map[string]string { return map[string]string{j.store: j.topic} }
+
+// Process looks every record's key up in the table. A record whose key
+// expression fails, whose value is not a JSON object, or whose row is not
+// JSON fails (it is dead-lettered or stops its partition).
+func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	table, err := stages.StoreFor(ctx, j.store)
+	if err != nil {
+		return nil, err
+	}
+	keys := in
+	var failed stages.RecordErrors
+	if j.key != nil {
+		out, err := j.key.Process(ctx, in)
+		var re *stages.RecordErrors
+		switch {
+		case errors.As(err, &re) && re.Consistent(len(in)):
+			failed.Errs = re.Errs
+			keys = make([]stages.Record, len(in))
+			for n, i := range re.From {
+				keys[i] = re.Out[n]
+			}
+		case err != nil:
+			return nil, err
+		default:
+			keys = out
+		}
+	}
+	for i := range in {
+		if _, bad := failed.Errs[i]; bad {
+			continue
+		}
+		r, keep, err := j.join(table, in[i], keys[i].Key)
+		if err != nil {
+			failed.Fail(i, stages.Permanent(err))
+			continue
+		}
+		if keep {
+			failed.Emit(i, r)
+		}
+	}
+	if failed.Failed() {
+		return nil, &failed
+	}
+	return failed.Out, nil
+}
+
+func (j *joinStage) join(table stages.Store, r stages.Record, key []byte) (stages.Record, bool, error) {
+	var row []byte
+	if key != nil {
+		v, ok, err := table.Get(key)
+		if err != nil {
+			return r, false, err
+		}
+		if ok {
+			if !json.Valid(v) {
+				return r, false, fmt.Errorf("join: the row of key %q in table %s is not JSON", key, j.topic)
+			}
+			row = v
+		}
+	}
+	if row == nil && j.inner {
+		return r, false, nil
+	}
+	if row == nil {
+		row = []byte("null")
+	}
+	var obj map[string]json.RawMessage
+	if v := bytes.TrimSpace(r.Value); len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &obj) != nil {
+		return r, false, fmt.Errorf("join: the record's value is not a JSON object")
+	}
+	obj[j.as] = row
+	value, err := json.Marshal(obj)
+	if err != nil {
+		return r, false, err
+	}
+	out := r
+	out.Value = value
+	return out, true, nil
+}
