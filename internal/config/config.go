@@ -36,6 +36,8 @@ type Config struct {
 	Stages []Stage
 	HTTP   HTTP
 	Log    Log
+	// warnings are the remarks found while decoding (see Warnings).
+	warnings []Warning
 	// Redactor hides the secrets the file was loaded with: the values
 	// of secret fields (kafka.sasl.password), of the variables used in
 	// them, and of every variable named like a secret (KAFKA_PASSWORD,
@@ -72,6 +74,7 @@ type fileSchema struct {
 	Consumer           pipeline.ConsumerConfig   `yaml:"consumer"`
 	Pipeline           stageNodes                `yaml:"pipeline"`
 	DeadLetter         pipeline.DeadLetterConfig `yaml:"dead_letter"`
+	State              pipeline.StateConfig      `yaml:"state"`
 	HTTP               httpSection               `yaml:"http"`
 	Log                Log                       `yaml:"log"`
 	ShutdownTimeout    time.Duration             `yaml:"shutdown_timeout"`
@@ -161,7 +164,7 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	cfg := &Config{
 		File: file,
 		Pipeline: pipeline.Config{
-			Kafka: fs.Kafka.KafkaConfig, Consumer: fs.Consumer, DeadLetter: fs.DeadLetter,
+			Kafka: fs.Kafka.KafkaConfig, Consumer: fs.Consumer, DeadLetter: fs.DeadLetter, State: fs.State,
 			ShutdownTimeout: fs.ShutdownTimeout, Guarantee: fs.Guarantee, TransactionTimeout: fs.TransactionTimeout,
 		},
 		Embedded: fs.Kafka.Embedded,
@@ -175,7 +178,9 @@ func (l Loader) Parse(file string, src []byte) (*Config, error) {
 	d.checkTLS(cfg.Pipeline.Kafka.TLS)
 	d.consumed = cfg.Pipeline.Consumer.Topics
 	cfg.Stages = d.stages(reg, fs.Pipeline)
+	d.checkState(cfg)
 	d.validate(cfg)
+	cfg.warnings = d.warnings
 	cfg.Redactor = logging.NewRedactor(d.secrets...)
 	if len(probs.errs) > 0 {
 		probs.scrub(cfg.Redactor)

@@ -94,7 +94,7 @@ func TestErrorClasses(t *testing.T) {
 		{"duplicate key", base + "log: {level: info}\nlog: {level: debug}\n",
 			[]want{{"9:1", "log", "duplicate key (first at line 8)"}}, ""},
 		{"unknown stage", base + "  - stage: filtre\n",
-			[]want{{"8:12", "pipeline[1].stage", `unknown stage "filtre"`}}, `did you mean "filter"? registered stages: broken, filter, json, map, produce, stdout`},
+			[]want{{"8:12", "pipeline[1].stage", `unknown stage "filtre"`}}, `did you mean "filter"? registered stages: broken, counter, filter, json, map, produce, stdout`},
 		{"entry without a stage", base + "  - if: x\n",
 			[]want{{"8:5", "pipeline[1].stage", "no stage key"}}, ""},
 		{"entry that is not a mapping", base + "  - filter\n",

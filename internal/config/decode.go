@@ -37,6 +37,13 @@ type decoder struct {
 	// empty holds the keys written without a value ("key:", or an empty
 	// ${VAR}): they mean the default, unlike a written 0.
 	empty map[string]bool
+	// warnings are remarks about a valid file (Config.Warnings).
+	warnings []Warning
+}
+
+// warn records a warning at key.
+func (d *decoder) warn(key, msg, hint string) {
+	d.warnings = append(d.warnings, Warning{File: d.probs.file, Position: d.keyPos(key), Key: key, Msg: msg, Hint: hint})
 }
 
 // nodeDecoder is implemented by types that decode their node themselves.

@@ -21,6 +21,10 @@
 //	    if: json.amount > 100   # every other key is an option of the stage
 //	dead_letter:           # pipeline.DeadLetterConfig
 //	  topic: orders.dlq
+//	state:                 # pipeline.StateConfig: where stages with state keep their stores
+//	  dir: /var/lib/fencepost/state   # default: fencepost/<group> under $XDG_STATE_HOME or ~/.local/state
+//	  store: disk          # or memory
+//	  cache_bytes: 64MiB
 //	http:                  # /metrics and /healthz
 //	  address: 127.0.0.1:9464   # the default; "" or off disables
 //	log:
@@ -36,7 +40,11 @@
 //
 // A pipeline entry's keys besides stage and name are the stage's options
 // (see the "stages" command); stage and name are therefore reserved.
-// "pipeline: []" consumes and commits without processing.
+// "pipeline: []" consumes and commits without processing. Each stage is
+// built once while the file is checked: the stores a stage declares
+// (stages.Stateful) are known then (Stage.Stores), and what pipeline.New
+// would refuse about them (a bad or shared store name, ordering: key,
+// more than one topic) is reported at the key concerned.
 //
 // kafka.embedded starts an in-process Kafka-protocol broker instead of
 // connecting to one (for development and the quickstart); kafka.brokers

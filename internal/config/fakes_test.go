@@ -87,11 +87,27 @@ func testRegistry() *stages.Registry {
 		},
 	})
 	must(stages.Spec{
+		Name: "counter", Summary: "count records per key in stores", ExactlyOnce: true,
+		Options: []stages.OptionSpec{{Name: "stores", Type: stages.TypeStringList, Default: []string{"counts"}}},
+		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
+			names, _ := o.StringList("stores")
+			return statefulStage{StageFunc: pass, names: names}, nil
+		},
+	})
+	must(stages.Spec{
 		Name: "broken", Summary: "a stage whose factory panics",
 		New: func(stages.Options, stages.Env) (stages.Stage, error) { panic("boom") },
 	})
 	return reg
 }
+
+// statefulStage is a stage declaring stores.
+type statefulStage struct {
+	stages.StageFunc
+	names []string
+}
+
+func (s statefulStage) Stores() []string { return s.names }
 
 // compile stands in for the expression compiler: parentheses must
 // balance and the expression must not be empty.

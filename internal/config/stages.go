@@ -37,6 +37,10 @@ type Stage struct {
 	// Outputs are the topics the stage asked a producer for when it was
 	// built at load time (stages.Env.Producer): where it writes.
 	Outputs []string
+	// Stores are the stores the stage declared (stages.Stateful) when it
+	// was built at load time: each keeps its state under state.dir and in
+	// the changelog topic <group>-<store>-changelog.
+	Stores []string
 }
 
 // Build builds the stage in env. The options were checked when the file
@@ -206,7 +210,7 @@ func (d *decoder) stage(reg *stages.Registry, e *entry) (Stage, bool) {
 	opts, bad := d.options(spec, e)
 	st := Stage{Spec: spec, Options: opts, Pos: d.pos(e.node), AllowLoop: e.allowLoop}
 	if len(bad) == 0 {
-		st.Outputs = d.lintBuild(st, e, nil)
+		st.Outputs, st.Stores = d.lintBuild(st, e, nil)
 		d.checkLoop(st, e)
 		return st, len(d.probs.errs) == before
 	}
@@ -364,19 +368,20 @@ func (d *decoder) checkLoop(st Stage, e *entry) {
 // option's position when the factory says which option. Errors about
 // the options in skip, and errors naming no option when skip is set, are
 // left out: they were reported, or may come from a substituted value.
-// It returns the topics the stage asked a producer for.
-func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) (outputs []string) {
+// It returns the topics the stage asked a producer for and the stores it
+// declares.
+func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) (outputs, stores []string) {
 	s, err := newStage(st.Spec, st.Options, lintEnv(&outputs))
 	if errors.Is(err, stages.ErrNoProducer) {
 		// A stage that needs more of a cluster than a producer: the
 		// options were checked first.
-		return outputs
+		return outputs, nil
 	}
 	if err != nil {
 		var oe *stages.OptionError
 		isOption := errors.As(err, &oe)
 		if skip != nil && (!isOption || skip[oe.Option]) {
-			return outputs
+			return outputs, nil
 		}
 		if isOption {
 			node := e.stageNode
@@ -385,21 +390,24 @@ func (d *decoder) lintBuild(st Stage, e *entry, skip map[string]bool) (outputs [
 				node, path = given[1], e.path+"."+oe.Option
 			}
 			d.add(node, path, fmt.Sprintf("stage %s: option %q: %v", st.Spec.Name, oe.Option, oe.Err), optionDoc(st.Spec, oe.Option))
-			return outputs
+			return outputs, nil
 		}
 		hint := "check the stage's options (the stages command documents them)"
 		if errors.Is(err, errPanic) {
 			hint = "this is a bug in the stage: tell its authors"
 		}
 		d.add(e.stageNode, e.path, fmt.Sprintf("stage %s: %v", st.Spec.Name, err), hint)
-		return outputs
+		return outputs, nil
+	}
+	if sf, ok := s.(stages.Stateful); ok {
+		stores = slices.Clone(sf.Stores())
 	}
 	if c, ok := s.(stages.Closer); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = c.Close(ctx)
 	}
-	return outputs
+	return outputs, stores
 }
 
 func optionDoc(spec stages.Spec, name string) string {

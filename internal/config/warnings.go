@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fencepost-dev/fencepost/pipeline"
@@ -40,12 +41,28 @@ func (w Warning) String() string {
 // exactly_once, each stage whose spec does not declare ExactlyOnce (see
 // stages.Spec) is one: its effects outside its output records (printed
 // lines, a Go stage's own calls) are repeated after a crash or an
-// aborted transaction.
+// aborted transaction. So is a state section no stage uses, and
+// state.dir with state.store: memory.
 func (c *Config) Warnings() []Warning {
-	var out []Warning
-	if c.Pipeline.Guarantee != pipeline.ExactlyOnce {
-		return out
+	out := slices.Clone(c.warnings)
+	if c.Pipeline.Guarantee == pipeline.ExactlyOnce {
+		out = append(out, c.exactlyOnceWarnings()...)
 	}
+	slices.SortStableFunc(out, func(a, b Warning) int {
+		switch {
+		case a.Position.before(b.Position):
+			return -1
+		case b.Position.before(a.Position):
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// exactlyOnceWarnings are the stages outside exactly-once.
+func (c *Config) exactlyOnceWarnings() []Warning {
+	var out []Warning
 	for _, s := range c.Stages {
 		if s.Spec.ExactlyOnce {
 			continue
