@@ -65,6 +65,10 @@ The exit code is 1 when the run ends with stopped partitions: a record
 failed under dead_letter policy stop (or could not be dead-lettered), or
 auto_offset_reset none found no valid offset.
 
+With stages that keep state, the start line names their stores and where
+they live (state.dir, or memory); the changelog topics follow once they are
+checked. "processor state" inspects and resets them.
+
 The configuration is checked first, as lint does: with any problem nothing
 starts.`,
 		Example: "  processor run -c configs/quickstart.yaml\n  processor run -c app.yaml --for 30s\n  processor run -c app.yaml --max-records 100000 --http off",

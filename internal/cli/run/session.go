@@ -160,8 +160,12 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 		}()
 		httpAddr = h.addr()
 	}
-	r.log.Info("starting", zap.Strings("brokers", pc.Kafka.Brokers), zap.String("group", pc.Consumer.Group),
-		zap.Strings("topics", pc.Consumer.Topics), zap.Strings("stages", names), zap.String("metrics", metricsURL(httpAddr)))
+	fields := []zap.Field{zap.Strings("brokers", pc.Kafka.Brokers), zap.String("group", pc.Consumer.Group),
+		zap.Strings("topics", pc.Consumer.Topics), zap.Strings("stages", names), zap.String("metrics", metricsURL(httpAddr))}
+	if stores := cfg.Stores(); len(stores) > 0 {
+		fields = append(fields, zap.Strings("stores", stores), zap.String("state", stateWhere(pc.State)))
+	}
+	r.log.Info("starting", fields...)
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -207,6 +211,14 @@ func (r *session) runPipeline(ctx context.Context, p *pipeline.Pipeline, adm *ka
 // errStoppedPartitions: the run stopped gracefully with partitions
 // stopped (listed in result.stopped).
 var errStoppedPartitions = errors.New("partitions were stopped")
+
+// stateWhere says where the stores live: the state directory, or memory.
+func stateWhere(s pipeline.StateConfig) string {
+	if s.Store == pipeline.StoreMemory {
+		return "memory"
+	}
+	return s.Dir
+}
 
 func metricsURL(addr string) string {
 	if addr == "" {
