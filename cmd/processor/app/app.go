@@ -1,5 +1,5 @@
 // Package app is the processor's command line: run, lint, stages,
-// offsets, consume, produce, topics, broker and version. cmd/processor is a thin
+// offsets, consume, produce, topics, state, broker and version. cmd/processor is a thin
 // main around Main; a program with stages of its own builds its binary the
 // same way:
 //
@@ -87,6 +87,7 @@ func commands(env *clibase.Env) []*cobra.Command {
 		kafkatools.ConsumeCommand(env),
 		kafkatools.ProduceCommand(env),
 		kafkatools.TopicsCommand(env),
+		kafkatools.StateCommand(env),
 		broker.Command(env),
 		buildinfo.Command(env),
 	}

@@ -19,7 +19,8 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("version: %d %q", code, out)
 	}
 	for _, cmd := range [][]string{{"run"}, {"lint"}, {"stages"}, {"broker"}, {"version"}, {"offsets"}, {"offsets", "describe"},
-		{"offsets", "reset"}, {"consume"}, {"produce"}, {"topics"}, {"topics", "list"}, {"topics", "create"}, {"topics", "delete"}} {
+		{"offsets", "reset"}, {"consume"}, {"produce"}, {"topics"}, {"topics", "list"}, {"topics", "create"}, {"topics", "delete"},
+		{"state"}, {"state", "get"}, {"state", "scan"}, {"state", "count"}, {"state", "reset"}} {
 		code, out, _ := runCLI(context.Background(), clitest.Registry(), append(cmd, "--help")...)
 		if code != ExitOK || !strings.Contains(out, "Usage:") {
 			t.Errorf("%s --help: exit %d\n%s", cmd, code, out)

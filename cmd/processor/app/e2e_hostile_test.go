@@ -55,6 +55,8 @@ func TestBinaryToolsEndWithinTimeout(t *testing.T) {
 		{"offsets reset", []string{"offsets", "reset", "--group", "g", "--topic", "in", "--to-earliest", "--execute"}, ""},
 		{"topics list", []string{"topics", "list"}, ""},
 		{"topics create", []string{"topics", "create", "new"}, ""},
+		{"state get --from changelog", []string{"state", "get", "counts", "k", "-p", "0", "--from", "changelog", "--group", "g"}, ""},
+		{"state reset", []string{"state", "reset", "counts", "--group", "g", "--dir", t.TempDir(), "--execute"}, ""},
 	}
 	const timeout = 2 * time.Second
 	for _, tg := range targets {

@@ -40,6 +40,8 @@ type clusterFlags struct {
 	// sasl is the SASL mechanism settings chose ("": none), for the hint
 	// of an error.
 	sasl string
+	// loaded is the configuration file, once read (file).
+	loaded *config.Config
 }
 
 func (f *clusterFlags) add(fs *pflag.FlagSet) {
@@ -70,11 +72,9 @@ func (f *clusterFlags) settings(c *cli) (pipeline.KafkaConfig, *config.Config, e
 	)
 	if f.config != "" {
 		var err error
-		if cfg, err = config.Load(f.config, c.Registry); err != nil {
-			clibase.PrintConfigError(c.Stderr, err)
-			return k, nil, clibase.Failure("%s: fix the problems above, or give the cluster with --brokers", f.config)
+		if cfg, err = f.file(c, "or give the cluster with --brokers"); err != nil {
+			return k, nil, err
 		}
-		c.HideSecrets(cfg.Redactor, f.records)
 		k = cfg.Pipeline.Kafka
 		if cfg.Embedded != nil && len(f.brokers) == 0 {
 			return k, nil, clibase.Failure("%s %v", f.config, errEmbedded)
@@ -103,6 +103,24 @@ func (f *clusterFlags) settings(c *cli) (pipeline.KafkaConfig, *config.Config, e
 		f.sasl = k.SASL.Mechanism
 	}
 	return k, cfg, nil
+}
+
+// file returns the configuration file -c names (nil without -c), read
+// once: from then on the command's output hides its secrets. A file with
+// problems is a failure, after they were printed; what to do else is its
+// hint.
+func (f *clusterFlags) file(c *cli, orElse string) (*config.Config, error) {
+	if f.config == "" || f.loaded != nil {
+		return f.loaded, nil
+	}
+	cfg, err := config.Load(f.config, c.Registry)
+	if err != nil {
+		clibase.PrintConfigError(c.Stderr, err)
+		return nil, clibase.Failure("%s: fix the problems above, %s", f.config, orElse)
+	}
+	c.HideSecrets(cfg.Redactor, f.records)
+	f.loaded = cfg
+	return cfg, nil
 }
 
 // client returns a franz-go client to the cluster the flags name, with

@@ -1,9 +1,11 @@
 // Package kafkatools holds the processor's Kafka tools, on franz-go:
 // offsets (describe a consumer group's committed offsets against the log,
 // reset them), consume (print records), produce (write records from
-// stdin) and topics (list, create, delete). They reach the cluster through a configuration file's kafka:
-// section or flags (clusterFlags), and share one JSON form of a record
-// (JSONRecord).
+// stdin), topics (list, create, delete) and state (read the stores of
+// stages with state from the local state directory or their changelog
+// topics, reset them). They reach the cluster through a configuration
+// file's kafka: section or flags (clusterFlags), and share one JSON form
+// of a record (JSONRecord).
 package kafkatools
 
 import (
@@ -26,3 +28,6 @@ func TopicsCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).topicsC
 
 // ProduceCommand returns the produce command, which reads env.Stdin.
 func ProduceCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).produceCmd() }
+
+// StateCommand returns the state command (get, scan, count, reset).
+func StateCommand(env *clibase.Env) *cobra.Command { return (&cli{env}).stateCmd() }

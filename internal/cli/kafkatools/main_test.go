@@ -28,7 +28,7 @@ const (
 
 // commands are this package's commands, under the root in runCLI.
 func commands(env *clibase.Env) []*cobra.Command {
-	return []*cobra.Command{OffsetsCommand(env), ConsumeCommand(env), ProduceCommand(env), TopicsCommand(env)}
+	return []*cobra.Command{OffsetsCommand(env), ConsumeCommand(env), ProduceCommand(env), TopicsCommand(env), StateCommand(env)}
 }
 
 // runCLI runs the command line in process with reg's stages.
