@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestView: a store written and closed opens read-only with what was
@@ -86,5 +88,43 @@ func TestView(t *testing.T) {
 	}
 	if _, err := OpenView(dir, "counts", 4); !errors.Is(err, ErrNoLocalStore) {
 		t.Errorf("OpenView of a partition with no store: %v", err)
+	}
+}
+
+// TestOpenRefusesAStoreInUse: a store another Storage holds open (a
+// second processor on the same state.dir) is ErrInUse, at once, and the
+// holder's store is left as it was: never wiped under it.
+func TestOpenRefusesAStoreInUse(t *testing.T) {
+	dir := t.TempDir()
+	id := Identity{Group: "g", Store: "counts", Changelog: ChangelogTopic("g", "counts"), Partition: 0}
+	p, _, err := (&Storage{Dir: dir}).Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Applied(5); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := (&Storage{Dir: dir}).Open(id)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "one running processor per state.dir") {
+			t.Errorf("second Open: %v, want ErrInUse", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Open did not return")
+	}
+	if v, ok, err := p.Get([]byte("k")); err != nil || !ok || string(v) != "v" {
+		t.Errorf("the holder reads %q %v %v", v, ok, err)
+	}
+	if _, err := os.Stat(filepath.Join(PartitionDir(dir, "counts", 0), "LOCK")); err != nil {
+		t.Errorf("the holder's directory was touched: %v", err)
 	}
 }

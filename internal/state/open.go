@@ -56,21 +56,33 @@ func (s *Storage) fs() vfs.FS {
 }
 
 // Open opens (creating or wiping as needed) the local store of id. The
-// store is ready for a restore from its Next offset.
-func (s *Storage) Open(id Identity) (*Partition, Opened, error) {
+// store is ready for a restore from its Next offset. A store another
+// process (or another Storage of this one) holds open is ErrInUse: one
+// running processor per state directory.
+func (s *Storage) Open(id Identity) (*Partition, Opened, error) { return s.open(id, true) }
+
+// open is Open; wipe says whether a store pebble cannot open may be
+// removed and created again (once: a store that cannot be opened even
+// empty is an error).
+func (s *Storage) open(id Identity, wipe bool) (*Partition, Opened, error) {
 	dir := s.path(id)
 	db, err := s.openDB(dir)
-	if err != nil && !pebble.IsCorruptionError(err) {
-		return nil, Opened{}, fmt.Errorf("state store %s, partition %d: opening the local store in %s: %w (check the disk, and that no other process uses state.dir)",
+	switch {
+	case err != nil && isLocked(err):
+		// another processor's: never wipe it under it
+		return nil, Opened{}, fmt.Errorf("state store %s, partition %d: %s: %w (one running processor per state.dir: give each its own)",
+			id.Store, id.Partition, dir, ErrInUse)
+	case err != nil && (!wipe || !pebble.IsCorruptionError(err)):
+		// only a store pebble finds corrupt is rebuilt
+		return nil, Opened{}, fmt.Errorf("state store %s, partition %d: the local store in %s cannot be opened: %w (check the disk under state.dir: space, permissions)",
 			id.Store, id.Partition, dir, err)
-	}
-	if err != nil {
+	case err != nil:
 		// a store pebble finds corrupt is rebuilt from the changelog
 		if werr := s.wipe(dir); werr != nil {
 			return nil, Opened{}, fmt.Errorf("state store %s, partition %d: the local store in %s cannot be opened (%v) nor removed: %w",
 				id.Store, id.Partition, dir, err, werr)
 		}
-		p, _, err2 := s.Open(id)
+		p, _, err2 := s.open(id, false)
 		return p, Opened{Reason: "corrupt", Detail: err.Error()}, err2
 	}
 	p := &Partition{id: id, db: db, dirty: map[string]change{}, next: -1}
@@ -94,7 +106,7 @@ func (s *Storage) Open(id Identity) (*Partition, Opened, error) {
 		if err := s.wipe(dir); err != nil {
 			return nil, Opened{}, p.ioError("removing a foreign", err)
 		}
-		p, _, err := s.Open(id)
+		p, _, err := s.open(id, false)
 		return p, Opened{Reason: "foreign", Detail: fmt.Sprintf("it held %q", detail)}, err
 	}
 	cp, closer, err := db.Get(checkpointKey)
@@ -109,7 +121,7 @@ func (s *Storage) Open(id Identity) (*Partition, Opened, error) {
 		if err := s.wipe(dir); err != nil {
 			return nil, Opened{}, p.ioError("removing a corrupt", err)
 		}
-		p, _, err := s.Open(id)
+		p, _, err := s.open(id, false)
 		return p, Opened{Reason: "corrupt", Detail: "its checkpoint is not 8 bytes"}, err
 	default:
 		p.next = int64(binary.BigEndian.Uint64(cp))
