@@ -506,7 +506,7 @@ func (c Config) Validate() error {
 	badValue := func(key, value, format string, args ...any) {
 		errs = append(errs, &FieldError{Key: key, Value: value, Msg: fmt.Sprintf(format, args...)})
 	}
-	c.State.validate(bad)
+	c.State.validate(bad, badValue)
 	if len(c.Kafka.Brokers) == 0 {
 		bad("kafka.brokers", "at least one broker address (host:port) is required")
 	}

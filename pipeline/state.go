@@ -69,9 +69,9 @@ func (s StateConfig) withDefaults(group string) StateConfig {
 	return s
 }
 
-func (s StateConfig) validate(bad func(key, format string, args ...any)) {
+func (s StateConfig) validate(bad func(key, format string, args ...any), badValue func(key, value, format string, args ...any)) {
 	if s.Store != "" && s.Store != StoreDisk && s.Store != StoreMemory {
-		bad("state.store", "%q: use %q or %q", s.Store, StoreDisk, StoreMemory)
+		badValue("state.store", s.Store, "%q: use %q or %q", s.Store, StoreDisk, StoreMemory)
 	}
 	if s.CacheBytes < 0 {
 		bad("state.cache_bytes", "must not be negative")
