@@ -34,7 +34,9 @@ func PartitionDir(dir, store string, partition int32) string {
 }
 
 // LocalStores returns the names of the stores with a directory under the
-// state directory dir, sorted; none when dir does not exist.
+// state directory dir, sorted; none when dir does not exist. A directory
+// counts as a store's only if CheckStoreDir accepts it: a state.dir
+// mistyped as a home directory lists none of its folders.
 func LocalStores(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -45,11 +47,48 @@ func LocalStores(dir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() && stages.ValidStoreName(e.Name()) == nil {
+		if e.IsDir() && stages.ValidStoreName(e.Name()) == nil && CheckStoreDir(dir, e.Name()) == nil {
 			out = append(out, e.Name())
 		}
 	}
 	return out, nil
+}
+
+// CheckStoreDir returns an error naming what, in store's directory under
+// the state directory dir, is not a partition's store: an entry that is
+// not a directory named by a partition number holding a pebble database.
+// An empty directory passes. Check it before removing the directory.
+func CheckStoreDir(dir, store string) error {
+	sdir := filepath.Join(dir, store)
+	entries, err := os.ReadDir(sdir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p, err := strconv.ParseInt(e.Name(), 10, 32)
+		if !e.IsDir() || err != nil || p < 0 || strconv.Itoa(int(p)) != e.Name() {
+			return fmt.Errorf("%s holds %s, which is not a partition's store", sdir, e.Name())
+		}
+		if !isPebble(filepath.Join(sdir, e.Name())) {
+			return fmt.Errorf("%s is not a pebble database", filepath.Join(sdir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// isPebble says whether dir holds a pebble database (its lock or a
+// manifest).
+func isPebble(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "LOCK" || strings.HasPrefix(n, "MANIFEST-") {
+			return true
+		}
+	}
+	return false
 }
 
 // LocalPartitions returns the partitions of store with a local store

@@ -43,14 +43,33 @@ func TestView(t *testing.T) {
 	if busy, err := InUse(dir, "counts"); err != nil || len(busy) != 0 {
 		t.Errorf("InUse once closed: %v, %v", busy, err)
 	}
+	writeEmpty := func(store string, p int32) {
+		q, _, err := st.Open(Identity{Group: "g", Store: store, Changelog: ChangelogTopic("g", store), Partition: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = q.Close()
+	}
+	writeEmpty("other", 0)
+	for _, d := range []string{"documents/notes", "plain/0", "empty"} { // not stores: a partition directory is a pebble one
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := LocalStores(dir); err != nil || !slices.Equal(got, []string{"counts", "empty", "other"}) {
+		t.Errorf("LocalStores: %v, %v", got, err)
+	}
+	if err := CheckStoreDir(dir, "documents"); err == nil || !strings.Contains(err.Error(), "holds notes, which is not a partition's store") {
+		t.Errorf("CheckStoreDir(documents): %v", err)
+	}
+	if err := CheckStoreDir(dir, "plain"); err == nil || !strings.Contains(err.Error(), "is not a pebble database") {
+		t.Errorf("CheckStoreDir(plain): %v", err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "counts", "notapartition"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "other", "0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := LocalStores(dir); err != nil || !slices.Equal(got, []string{"counts", "other"}) {
-		t.Errorf("LocalStores: %v, %v", got, err)
+	if err := CheckStoreDir(dir, "counts"); err == nil {
+		t.Error("CheckStoreDir accepts a store directory holding something else")
 	}
 	if got, err := LocalPartitions(dir, "counts"); err != nil || !slices.Equal(got, []int32{3}) {
 		t.Errorf("LocalPartitions: %v, %v", got, err)

@@ -144,12 +144,7 @@ func (o *stateOptions) key(arg, what string) ([]byte, error) {
 }
 
 // checkStore refuses a name that cannot name a store.
-func checkStore(name string) error {
-	if err := stages.ValidStoreName(name); err != nil {
-		return fmt.Errorf("%v", err)
-	}
-	return nil
-}
+func checkStore(name string) error { return stages.ValidStoreName(name) }
 
 // declared are the stores the file's stages declare, for messages.
 func (o *stateOptions) declared() string {

@@ -235,6 +235,9 @@ func (o *stateResetOptions) local(store string) (StoreReset, error) {
 	case !fi.IsDir():
 		return row, clibase.Failure("%s is not a directory: not a store's (check --dir)", dir)
 	}
+	if err := state.CheckStoreDir(o.dir, store); err != nil {
+		return row, clibase.Failure("not a store's directory, so not reset: %v (a store's directory holds only its partitions' pebble databases: check --dir and the name)", err)
+	}
 	row.Dir = dir
 	if row.LocalPartitions, err = state.LocalPartitions(o.dir, store); err != nil {
 		return row, clibase.Failure("%v", err)

@@ -60,6 +60,14 @@ func TestStateReset(t *testing.T) {
 		return p
 	}
 
+	// a --dir mistyped as a home directory: nothing in it is a store
+	notStores := t.TempDir()
+	writeFile(t, filepath.Join(notStores), "notes.txt", "keep me")
+	if err := os.MkdirAll(filepath.Join(notStores, "Documents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(notStores, "Documents"), "letter.txt", "keep me too")
+
 	t.Run("plans", func(t *testing.T) {
 		tests := []struct {
 			name           string
@@ -79,6 +87,10 @@ func TestStateReset(t *testing.T) {
 			{"no group", []string{"counts", "--brokers", addr, "--dir", dir}, ExitUsage, "", "name the consumer group with --group"},
 			{"no directory", []string{"counts", "--brokers", addr, "--group", "g"}, ExitUsage, "", "name the state directory with --dir"},
 			{"no cluster", []string{"counts", "--group", "g", "--dir", dir}, ExitFailure, "", "name the cluster"},
+			{"a directory that is not a store's", []string{"Documents", "--brokers", addr, "--group", "g", "--dir", notStores}, ExitFailure, "",
+				"not a store's directory, so not reset: " + filepath.Join(notStores, "Documents") + " holds letter.txt, which is not a partition's store"},
+			{"--all in a directory of no stores", []string{"--all", "--brokers", addr, "--group", "g", "--dir", notStores}, ExitFailure, "",
+				"--all: no stores to reset: no configuration file names any (-c), and " + notStores + " holds none"},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +99,9 @@ func TestStateReset(t *testing.T) {
 					t.Errorf("exit %d, want %d\nstdout:\n%s\nwant %q\nstderr:\n%s\nwant %q", code, tt.code, out, tt.stdout, errOut, tt.stderr)
 				}
 				untouched(t)
+				if _, err := os.Stat(filepath.Join(notStores, "Documents", "letter.txt")); err != nil {
+					t.Errorf("a file outside any store: %v", err)
+				}
 			})
 		}
 		code, out, errOut := runCLI(ctx, stateRegistry(), "state", "reset", "--all", "-c", cfg, "-o", "json")
