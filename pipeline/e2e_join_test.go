@@ -148,3 +148,47 @@ func TestJoinWithATable(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinRepartitionsByItsKey: clicks spread over the partitions without
+// regard to the user still find their user's row: a join with a key
+// repartitions the clicks by it first (stages.Grouper), onto the
+// partitions the table's rows are on.
+func TestJoinRepartitionsByItsKey(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	const partitions = 3
+	clicks, users, group := c.Name("clicks"), c.Name("users"), c.Name("g-join-rekey")
+	c.CreateTopic(t, clicks, partitions)
+	c.CreateTopic(t, users, partitions)
+	var rows [][2]string
+	for u := range 10 {
+		rows = append(rows, [2]string{fmt.Sprintf("u%d", u), fmt.Sprintf(`{"name":"Name %d"}`, u)})
+	}
+	produceKeyed(t, c, users, partitions, rows...)
+	for p := range int32(partitions) {
+		if err := c.ProduceE(clicks, p, 20, 10, func(i int) []byte { return fmt.Appendf(nil, `{"user":"u%d","n":%d}`, (i+int(p))%10, i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := stagetest.Build("join", stages.Options{"table": users, "key": "json.user", "as": "profile", "type": "inner"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &joined{got: map[string][]string{}}
+	cfg := fastConfig(c, group, clicks)
+	cfg.State.Dir = t.TempDir()
+	r := start(t, cfg, pipeline.WithStage("join", st), pipeline.WithStage("collect", out))
+	waitFor(t, 30*time.Second, "every click joined", func() bool { return out.count() >= partitions*20 })
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	for u := range 10 {
+		for _, name := range out.got[fmt.Sprintf("u%d", u)] {
+			if want := fmt.Sprintf("Name %d", u); name != want {
+				t.Fatalf("u%d joined as %q, want %q: the click was looked up in another partition's table", u, name, want)
+			}
+		}
+	}
+	if out.count() != partitions*20 {
+		t.Fatalf("%d clicks joined, want %d (an inner join drops a click that found no row)", out.count(), partitions*20)
+	}
+}

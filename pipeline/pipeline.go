@@ -82,9 +82,16 @@ type Option func(*Pipeline)
 //
 // A stage that is a stages.Repartitioner ends a segment: its output
 // records go through a repartition topic by their keys, and the stages
-// added after it run on that topic (see WithRepartition).
+// added after it run on that topic (see WithRepartition). One that is a
+// stages.Grouper starts one: its input goes through a repartition topic
+// by its group key first.
 func WithStage(name string, s stages.Stage) Option {
 	return func(p *Pipeline) {
+		if g, ok := s.(stages.Grouper); ok {
+			if cut, key, ok := g.GroupKey(); ok {
+				WithRepartition(cut, key)(p)
+			}
+		}
 		p.stages = append(p.stages, process.NamedStage{Name: name, Stage: s})
 		if r, ok := s.(stages.Repartitioner); ok {
 			WithRepartition(r.RepartitionName(), recordKey)(p)

@@ -171,3 +171,17 @@ type TableReader interface {
 	// Tables maps store names to the topics they mirror.
 	Tables() map[string]string
 }
+
+// Grouper is implemented by a stage that groups records by a key of its
+// own (a count per user of records keyed by order): unless the input is
+// partitioned by that key already, the pipeline repartitions the records
+// by it before the stage, as a Repartitioner before it would, so the
+// stage sees every record of a key in one partition.
+type Grouper interface {
+	Stage
+	// GroupKey returns the repartition topic's name (see
+	// Repartitioner.RepartitionName) and the key of a record; ok is
+	// false when the input is partitioned as the stage needs (no
+	// repartition).
+	GroupKey() (name string, key func(Record) ([]byte, error), ok bool)
+}

@@ -18,7 +18,10 @@ func init() {
 			{Name: "table", Type: stages.TypeString, Required: true, Doc: "the compacted topic that holds the table: key -> JSON value. " +
 				"It must be partitioned as the stream (same partition count, keys placed the same way: put a repartition " +
 				"stage with the join's key before the join when the stream is keyed otherwise); the pipeline checks the count at start."},
-			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the lookup key; absent: the record key." + convertDoc},
+			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the lookup key; absent: the record key. With a key, the " +
+				"records are repartitioned by it first (unless repartition: false)." + convertDoc},
+			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with a key: send the records through the " +
+				"repartition topic <group>-join-<table>-repartition by the key before the join; false: the input is partitioned by it already"},
 			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row"},
 			{Name: "type", Type: stages.TypeString, Default: "left", Enum: []string{"left", "inner"},
 				Doc: "left: a record without a row gets null; inner: it is dropped"},
@@ -35,6 +38,7 @@ type joinStage struct {
 	topic, store, as string
 	inner            bool
 	key              *mapStage // nil: the record key
+	repartition      bool
 }
 
 func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
@@ -54,8 +58,18 @@ func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 			return nil, err
 		}
 		j.key = m.(*mapStage)
+		j.repartition, _ = opts.Bool("repartition")
 	}
 	return j, nil
+}
+
+// GroupKey implements stages.Grouper: with a key, the records are
+// repartitioned by it before the join, unless repartition: false.
+func (j *joinStage) GroupKey() (string, func(stages.Record) ([]byte, error), bool) {
+	if j.key == nil || !j.repartition {
+		return "", nil, false
+	}
+	return "join-" + j.topic, j.key.keyOf, true
 }
 
 // Tables implements stages.TableReader.

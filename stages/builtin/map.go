@@ -61,3 +61,24 @@ func (m *mapStage) Process(ctx context.Context, in []stages.Record) ([]stages.Re
 		return replaced, nil
 	})
 }
+
+// keyOf evaluates the stage's key expression for one record (a stage
+// that groups by it hands this to the pipeline's repartition). A record
+// the expression fails for is a permanent failure; a null result is a
+// null key.
+func (m *mapStage) keyOf(r stages.Record) ([]byte, error) {
+	out, err := m.Process(context.Background(), []stages.Record{r})
+	var re *stages.RecordErrors
+	switch {
+	case errors.As(err, &re):
+		for _, e := range re.Errs {
+			return nil, e
+		}
+		return nil, err
+	case err != nil:
+		return nil, err
+	case len(out) != 1:
+		return nil, stages.Permanent(errors.New("the key expression gave no record"))
+	}
+	return out[0].Key, nil
+}

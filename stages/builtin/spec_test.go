@@ -41,6 +41,7 @@ func TestSpecs(t *testing.T) {
 		"join": {
 			{"table", stages.TypeString, true, nil, nil},
 			{"key", stages.TypeExpr, false, nil, nil},
+			{"repartition", stages.TypeBool, false, true, nil},
 			{"as", stages.TypeString, false, "table", nil},
 			{"type", stages.TypeString, false, "left", []string{"left", "inner"}},
 		},
