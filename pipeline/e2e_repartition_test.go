@@ -56,7 +56,9 @@ func userOf(r stages.Record) ([]byte, error) {
 // without holding the others back.
 func TestRepartitionGroupsByTheNewKey(t *testing.T) {
 	// the Go API's WithRepartition, or the built-in repartition stage
-	goAPI := func(*testing.T) []pipeline.Option { return []pipeline.Option{pipeline.WithRepartition("by-user", userOf)} }
+	goAPI := func(*testing.T) []pipeline.Option {
+		return []pipeline.Option{pipeline.WithRepartition("by-user", userOf)}
+	}
 	builtinStage := func(t *testing.T) []pipeline.Option {
 		st, err := stagetest.Build("repartition", stages.Options{"key": `value contains ":" ? split(value, ":")[0] : nil`, "topic": "by-user"}, stages.Env{})
 		if err != nil {
