@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
@@ -125,5 +126,35 @@ func TestRepartitionGroupsByTheNewKey(t *testing.T) {
 				t.Fatalf("%d dead letters, want %d (one record without a user per partition)", n, partitions)
 			}
 		})
+	}
+}
+
+// TestTopology: a grouping stage and a repartition stage cut the stages
+// into segments, each with its sources, stores, tables and the
+// repartition topic it writes.
+func TestTopology(t *testing.T) {
+	cfg := pipeline.Config{Kafka: pipeline.KafkaConfig{Brokers: []string{"localhost:9092"}},
+		Consumer: pipeline.ConsumerConfig{Group: "shop", Topics: []string{"orders"}}}
+	rekey, err := stagetest.Build("repartition", stages.Options{"key": "value", "topic": "by-user"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, err := stagetest.Build("join", stages.Options{"table": "users", "key": "key"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pipeline.New(cfg, pipeline.WithStage("rekey", rekey), pipeline.WithStage("count", keyCounter{}),
+		pipeline.WithStage("join", join))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := p.Topology()
+	want := []pipeline.Segment{
+		{Sources: []string{"orders"}, Stages: []string{"rekey"}, Repartition: "shop-by-user-repartition"},
+		{Sources: []string{"shop-by-user-repartition"}, Stages: []string{"count"}, Stores: []string{"bykey"}, Repartition: "shop-join-users-repartition"},
+		{Sources: []string{"shop-join-users-repartition"}, Stages: []string{"join"}, Tables: map[string]string{"table-users": "users"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("topology:\n got %+v\nwant %+v", got, want)
 	}
 }

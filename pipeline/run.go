@@ -52,6 +52,7 @@ func (p *Pipeline) prepare(ctx context.Context) (*runner, error) {
 	topics := append(slices.Clone(p.cfg.Consumer.Topics), p.outputTopics()...)
 	topics = append(topics, p.stateTopics()...)
 	r := &runner{p: p, conn: conn, transport: conn.transport(p.cfg.Kafka.MetadataMaxAge, topics)}
+	p.logTopology()
 	err = r.createRepartitions(ctx)
 	if err == nil {
 		err = r.checkCluster(ctx)

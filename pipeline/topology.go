@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -248,4 +249,64 @@ func (r *runner) chains(base process.Chain) (process.Chain, map[string]*process.
 		routes[s.source] = &ch
 	}
 	return first, routes, closeAll, nil
+}
+
+// Segment describes one part of a pipeline's topology: the stages that
+// run on one source.
+type Segment struct {
+	// Sources are the topics the segment's records come from: the
+	// consumed topics for the first, a repartition topic for the others.
+	Sources []string
+	// Stages are the names of its stages, in order.
+	Stages []string
+	// Stores are the stores its stages keep (changelog
+	// <group>-<store>-changelog), Tables the tables they read (store ->
+	// topic).
+	Stores []string
+	Tables map[string]string
+	// Repartition is the repartition topic the segment writes to, ""
+	// for the last segment.
+	Repartition string
+}
+
+// Topology returns the pipeline's segments: one, or one more per
+// repartition (WithRepartition, a stages.Repartitioner or a
+// stages.Grouper). Run logs it at start.
+func (p *Pipeline) Topology() []Segment {
+	var out []Segment
+	for _, seg := range p.segments() {
+		s := Segment{Sources: []string{seg.source}}
+		if seg.source == "" {
+			s.Sources = slices.Clone(p.inputTopics())
+		}
+		for _, st := range seg.stages {
+			s.Stages = append(s.Stages, st.Name)
+			if sf, ok := st.Stage.(stages.Stateful); ok {
+				s.Stores = append(s.Stores, sf.Stores()...)
+			}
+			if tr, ok := st.Stage.(stages.TableReader); ok {
+				if s.Tables == nil {
+					s.Tables = map[string]string{}
+				}
+				maps.Copy(s.Tables, tr.Tables())
+			}
+		}
+		if seg.out != nil {
+			s.Repartition = seg.out.topic
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// logTopology logs the segments when there is more than one, or state.
+func (p *Pipeline) logTopology() {
+	top := p.Topology()
+	if len(top) == 1 && len(p.storeNames) == 0 {
+		return
+	}
+	for i, s := range top {
+		p.log.Info("topology", zap.Int("segment", i), zap.Strings("sources", s.Sources), zap.Strings("stages", s.Stages),
+			zap.Strings("stores", s.Stores), zap.Any("tables", s.Tables), zap.String("repartition", s.Repartition))
+	}
 }
