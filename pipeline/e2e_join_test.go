@@ -192,3 +192,66 @@ func TestJoinRepartitionsByItsKey(t *testing.T) {
 		t.Fatalf("%d clicks joined, want %d (an inner join drops a click that found no row)", out.count(), partitions*20)
 	}
 }
+
+// TestJoinWithAGlobalTable: a global table may be partitioned in any way
+// (here 2 partitions, rows placed without regard to their keys, against 3
+// partitions of clicks): every instance reads all of it, so every click
+// finds its row, and an update while running is seen by the clicks after
+// it.
+func TestJoinWithAGlobalTable(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	clicks, users, group := c.Name("clicks"), c.Name("users"), c.Name("g-join-global")
+	c.CreateTopic(t, clicks, 3)
+	c.CreateTopic(t, users, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	row := func(u int, name string) *kgo.Record {
+		// partition u%2: not where murmur2 would put the key
+		return &kgo.Record{Topic: users, Partition: int32(u % 2), Key: fmt.Appendf(nil, "u%d", u), Value: fmt.Appendf(nil, `{"name":%q}`, name)}
+	}
+	for u := range 10 {
+		if err := cl.ProduceSync(context.Background(), row(u, fmt.Sprintf("Name %d", u))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p := range int32(3) {
+		if err := c.ProduceE(clicks, p, 20, 10, func(i int) []byte { return fmt.Appendf(nil, `{"user":"u%d"}`, (i+int(p))%10) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := stagetest.Build("join", stages.Options{"table": users, "key": "json.user", "as": "profile", "type": "inner", "global": true}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &joined{got: map[string][]string{}}
+	cfg := fastConfig(c, group, clicks)
+	cfg.State.Dir = t.TempDir()
+	r := start(t, cfg, pipeline.WithStage("join", st), pipeline.WithStage("collect", out))
+	waitFor(t, 30*time.Second, "every click joined", func() bool { return out.count() >= 60 })
+	if err := cl.ProduceSync(context.Background(), row(3, "Updated")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // past the table's catch-up interval
+	if err := c.ProduceE(clicks, 0, 1, 1, func(int) []byte { return []byte(`{"user":"u3"}`) }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the click after the update joined", func() bool { return out.count() >= 61 })
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	for u := range 10 {
+		got := out.got[fmt.Sprintf("u%d", u)]
+		for i, name := range got {
+			want := fmt.Sprintf("Name %d", u)
+			if u == 3 && i == len(got)-1 {
+				want = "Updated"
+			}
+			if name != want {
+				t.Fatalf("u%d joined as %q, want %q at %d", u, got, want, i)
+			}
+		}
+	}
+}

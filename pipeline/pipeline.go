@@ -64,6 +64,8 @@ type Pipeline struct {
 	// tables are the read-only stores that mirror topics (store ->
 	// topic), among storeNames.
 	tables map[string]string
+	// globals are the global tables (store -> topic), among storeNames.
+	globals map[string]string
 	// cuts are the repartitions (WithRepartition), in order.
 	cuts []cut
 

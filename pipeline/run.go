@@ -33,6 +33,9 @@ type runner struct {
 	// out writes the outputs under exactly_once (the pipeline's
 	// WithOutputs, or one of the runner's own for the dead letters).
 	out *Outputs
+	// globalPartitions are the partition counts of the global tables'
+	// topics, read at start.
+	globalPartitions map[string]int32
 	// dir is the state directory held for the run (stateful stages on
 	// disk), else nil.
 	dir *stateDir

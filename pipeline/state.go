@@ -83,7 +83,7 @@ func (s StateConfig) validate(bad func(key, format string, args ...any), badValu
 func (p *Pipeline) stores() ([]string, error) {
 	var names []string
 	by := map[string]string{}
-	p.tables = map[string]string{}
+	p.tables, p.globals = map[string]string{}, map[string]string{}
 	for _, st := range p.stages {
 		var declared []string
 		if sf, ok := st.Stage.(stages.Stateful); ok {
@@ -93,6 +93,12 @@ func (p *Pipeline) stores() ([]string, error) {
 			for _, n := range slices.Sorted(maps.Keys(tr.Tables())) {
 				declared = append(declared, n)
 				p.tables[n] = tr.Tables()[n]
+			}
+		}
+		if gr, ok := st.Stage.(stages.GlobalTableReader); ok {
+			for _, n := range slices.Sorted(maps.Keys(gr.GlobalTables())) {
+				declared = append(declared, n)
+				p.globals[n] = gr.GlobalTables()[n]
 			}
 		}
 		for _, n := range declared {
@@ -121,6 +127,9 @@ func (p *Pipeline) storeSources() map[string][]string {
 			}
 			if tr, ok := st.Stage.(stages.TableReader); ok {
 				names = append(names, slices.Sorted(maps.Keys(tr.Tables()))...)
+			}
+			if gr, ok := st.Stage.(stages.GlobalTableReader); ok {
+				names = append(names, slices.Sorted(maps.Keys(gr.GlobalTables()))...)
 			}
 		}
 		if len(names) == 0 {
@@ -160,7 +169,9 @@ func (p *Pipeline) checkStateful() error {
 func (p *Pipeline) changelogTopics() []string {
 	var out []string
 	for _, n := range p.storeNames {
-		if _, table := p.tables[n]; !table {
+		_, table := p.tables[n]
+		_, global := p.globals[n]
+		if !table && !global {
 			out = append(out, state.ChangelogTopic(p.cfg.Consumer.Group, n))
 		}
 	}
@@ -171,9 +182,11 @@ func (p *Pipeline) changelogTopics() []string {
 // and the tables' topics.
 func (p *Pipeline) stateTopics() []string {
 	out := p.changelogTopics()
-	for _, n := range slices.Sorted(maps.Keys(p.tables)) {
-		if t := p.tables[n]; !slices.Contains(out, t) {
-			out = append(out, t)
+	for _, m := range []map[string]string{p.tables, p.globals} {
+		for _, n := range slices.Sorted(maps.Keys(m)) {
+			if t := m[n]; !slices.Contains(out, t) {
+				out = append(out, t)
+			}
 		}
 	}
 	return out
@@ -230,6 +243,14 @@ func (r *runner) checkChangelogs(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("table %s: topic %q has %d partitions, the input topic %q has %d: a table must be "+
 				"partitioned as the stream it is joined with (repartition the stream, or recreate the table's topic)", n, p.tables[n], got, input, want))
 		}
+	}
+	r.globalPartitions = map[string]int32{}
+	for _, n := range slices.Sorted(maps.Keys(p.globals)) {
+		got, ok := counts[p.globals[n]]
+		if !ok {
+			errs = append(errs, fmt.Errorf("global table %s: topic %q does not exist (create it, or check the name)", n, p.globals[n]))
+		}
+		r.globalPartitions[n] = int32(got)
 	}
 	if len(check) > 0 {
 		errs = append(errs, r.checkCompacted(cctx, check))
@@ -344,6 +365,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 		zap.Strings("changelogs", p.changelogTopics()))
 	w.state = state.NewManager(state.Config{
 		Group: cfg.Consumer.Group, Stores: p.storeNames, Tables: p.tables, Sources: p.storeSources(), Storage: w.storage,
+		Globals: p.globals, GlobalPartitions: r.globalPartitions,
 		Writer: changelogWriter{write: prod.ProduceTo}, Reader: w.reader,
 		Transactional: w.txn != nil, Log: p.log, Counters: &p.stats.state,
 	})

@@ -185,3 +185,14 @@ type Grouper interface {
 	// repartition).
 	GroupKey() (name string, key func(Record) ([]byte, error), ok bool)
 }
+
+// GlobalTableReader is implemented by stages that read global tables:
+// compacted topics every member mirrors whole into one read-only store
+// (every partition, so any key is found, whatever the partitioning), kept
+// current by catching up with the topic before Process calls (at most
+// every 100ms). Unlike a TableReader's, the topic may be partitioned in
+// any way; the cost is that every member stores and reads all of it.
+type GlobalTableReader interface {
+	// GlobalTables maps store names to the topics they mirror.
+	GlobalTables() map[string]string
+}

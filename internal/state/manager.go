@@ -36,6 +36,13 @@ type Config struct {
 	// catch up with it before every unit, so a table update is seen by
 	// the records processed after it was read.
 	Tables map[string]string
+	// Globals are read-only tables every member reads whole (store name
+	// -> topic), GlobalPartitions their topics' partition counts. Units
+	// that use one catch it up before they run, at most once per
+	// GlobalEvery (default 100ms) across units.
+	Globals          map[string]string
+	GlobalPartitions map[string]int32
+	GlobalEvery      time.Duration
 	// Sources, if set, says which stores (and tables) the units of each
 	// source topic use (the stateful stages of the segment that runs on it); units of
 	// a topic not in it have no state. nil: every unit uses every store.
@@ -80,6 +87,8 @@ type Manager struct {
 
 	mu    sync.Mutex
 	parts map[offsetstore.TopicPartition]*partState
+	// globals are the global tables opened (guarded by mu).
+	globals map[string]*GlobalTable
 }
 
 // partState is one input partition's stores.
@@ -117,7 +126,10 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Counters == nil {
 		cfg.Counters = &Counters{}
 	}
-	return &Manager{cfg: cfg, parts: map[offsetstore.TopicPartition]*partState{}}
+	if cfg.GlobalEvery <= 0 {
+		cfg.GlobalEvery = 100 * time.Millisecond
+	}
+	return &Manager{cfg: cfg, parts: map[offsetstore.TopicPartition]*partState{}, globals: map[string]*GlobalTable{}}
 }
 
 // stateful reports whether units of topic use stores.
@@ -164,7 +176,16 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 			m.unitEnded(tp, ps)
 		}
 	}()
+	globals := map[string]*GlobalTable{}
 	for _, name := range m.storesOf(tp.Topic) {
+		if _, global := m.cfg.Globals[name]; global {
+			g, err := m.global(ctx, name)
+			if err != nil {
+				return ctx, err
+			}
+			globals[name] = g
+			continue
+		}
 		if _, table := m.cfg.Tables[name]; table || !current {
 			if err := m.restore(ctx, ps, name, tp.Partition); err != nil {
 				return ctx, err
@@ -178,6 +199,9 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 	}
 	ok = true
 	ctx = stateref.With(ctx, func(name string) (any, error) {
+		if g := globals[name]; g != nil {
+			return g, nil
+		}
 		p := ps.stores[name]
 		if p == nil {
 			return nil, fmt.Errorf("the stage did not declare store %q", name)
@@ -188,6 +212,38 @@ func (m *Manager) Begin(ctx context.Context, tp offsetstore.TopicPartition, inc 
 		return p, nil
 	})
 	return stateref.WithJournal(ctx, journal(ps.stores)), nil
+}
+
+// global opens (the first time) and catches up the global table name,
+// retrying what the broker refuses for now until ctx ends.
+func (m *Manager) global(ctx context.Context, name string) (*GlobalTable, error) {
+	m.mu.Lock()
+	g := m.globals[name]
+	if g == nil {
+		var err error
+		id := Identity{Group: m.cfg.Group, Store: name, Changelog: m.cfg.Globals[name]}
+		g, _, err = m.cfg.Storage.OpenGlobal(id, m.cfg.GlobalPartitions[name], m.cfg.GlobalEvery)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		m.globals[name] = g
+	}
+	m.mu.Unlock()
+	backoff := m.cfg.Backoff
+	for {
+		n, err := g.CatchUp(ctx, m.cfg.Reader)
+		m.cfg.Counters.Restored.Add(n)
+		if err == nil || ctx.Err() != nil {
+			return g, err
+		}
+		m.cfg.Log.Warn("state: catching up a global table failed; trying again", zap.String("table", name),
+			zap.Duration("backoff", backoff), zap.Error(err))
+		if !sleep(ctx, backoff) {
+			return g, err
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // restore opens (when needed) and restores one store of a partition,
@@ -425,6 +481,10 @@ func (m *Manager) Close() error {
 			errs = append(errs, p.Close())
 		}
 		delete(m.parts, tp)
+	}
+	for name, g := range m.globals {
+		errs = append(errs, g.Close())
+		delete(m.globals, name)
 	}
 	return errors.Join(errs...)
 }

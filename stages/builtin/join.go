@@ -25,6 +25,9 @@ func init() {
 			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row"},
 			{Name: "type", Type: stages.TypeString, Default: "left", Enum: []string{"left", "inner"},
 				Doc: "left: a record without a row gets null; inner: it is dropped"},
+			{Name: "global", Type: stages.TypeBool, Default: false, Doc: "true: every instance reads every partition of the " +
+				"table into one store, so it may be partitioned in any way and no repartition is needed (it costs every " +
+				"instance the whole table); false: each instance reads the partitions it is assigned"},
 		},
 		New: newJoin,
 		// Its only effect is the records it returns; the table is read
@@ -39,6 +42,7 @@ type joinStage struct {
 	inner            bool
 	key              *mapStage // nil: the record key
 	repartition      bool
+	global           bool
 }
 
 func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
@@ -51,7 +55,8 @@ func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 		return nil, &stages.OptionError{Option: "as", Err: errors.New("must not be empty")}
 	}
 	kind, _ := opts.String("type")
-	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner"}
+	global, _ := opts.Bool("global")
+	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner", global: global}
 	if opts.Has("key") {
 		m, err := newMap(stages.Options{"key": opts["key"]}, env)
 		if err != nil {
@@ -66,14 +71,27 @@ func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 // GroupKey implements stages.Grouper: with a key, the records are
 // repartitioned by it before the join, unless repartition: false.
 func (j *joinStage) GroupKey() (string, func(stages.Record) ([]byte, error), bool) {
-	if j.key == nil || !j.repartition {
+	if j.key == nil || !j.repartition || j.global {
 		return "", nil, false
 	}
 	return "join-" + j.topic, j.key.keyOf, true
 }
 
-// Tables implements stages.TableReader.
-func (j *joinStage) Tables() map[string]string { return map[string]string{j.store: j.topic} }
+// Tables implements stages.TableReader (for a table that is not global).
+func (j *joinStage) Tables() map[string]string {
+	if j.global {
+		return nil
+	}
+	return map[string]string{j.store: j.topic}
+}
+
+// GlobalTables implements stages.GlobalTableReader (for a global table).
+func (j *joinStage) GlobalTables() map[string]string {
+	if !j.global {
+		return nil
+	}
+	return map[string]string{j.store: j.topic}
+}
 
 // Process looks every record's key up in the table. A record whose key
 // expression fails, whose value is not a JSON object, or whose row is not

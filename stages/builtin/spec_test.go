@@ -44,6 +44,7 @@ func TestSpecs(t *testing.T) {
 			{"repartition", stages.TypeBool, false, true, nil},
 			{"as", stages.TypeString, false, "table", nil},
 			{"type", stages.TypeString, false, "left", []string{"left", "inner"}},
+			{"global", stages.TypeBool, false, false, nil},
 		},
 		"repartition": {
 			{"key", stages.TypeExpr, true, nil, nil},
