@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/stateref"
+	"github.com/fencepost-dev/fencepost/internal/wait"
 	"github.com/fencepost-dev/fencepost/offsetstore"
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -239,7 +240,7 @@ func (m *Manager) global(ctx context.Context, name string) (*GlobalTable, error)
 		}
 		m.cfg.Log.Warn("state: catching up a global table failed; trying again", zap.String("table", name),
 			zap.Duration("backoff", backoff), zap.Error(err))
-		if !sleep(ctx, backoff) {
+		if !wait.For(ctx, backoff) {
 			return g, err
 		}
 		backoff = min(2*backoff, 5*time.Second)
@@ -311,7 +312,7 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 		}
 		m.cfg.Log.Warn("state: restore failed; trying again", zap.String("store", name), zap.Int32("partition", partition),
 			zap.Duration("backoff", backoff), zap.Error(err))
-		if !sleep(ctx, backoff) {
+		if !wait.For(ctx, backoff) {
 			return err
 		}
 		backoff = min(2*backoff, 5*time.Second)
@@ -386,7 +387,7 @@ func (m *Manager) write(ctx context.Context, p *Partition, recs []stages.Record)
 		}
 		m.cfg.Log.Warn("state: changelog unavailable; trying again", zap.String("topic", p.id.Changelog),
 			zap.Int32("partition", p.id.Partition), zap.Duration("backoff", backoff), zap.Error(err))
-		if !sleep(ctx, backoff) {
+		if !wait.For(ctx, backoff) {
 			return -1, ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)
@@ -517,17 +518,6 @@ func (j journal) Rollback() {
 func (j journal) Keep() {
 	for _, p := range j {
 		p.Keep()
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
