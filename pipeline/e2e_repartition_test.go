@@ -143,8 +143,12 @@ func TestTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	global, err := stagetest.Build("join", stages.Options{"table": "regions", "key": "key", "global": true, "as": "region"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := pipeline.New(cfg, pipeline.WithStage("rekey", rekey), pipeline.WithStage("count", keyCounter{}),
-		pipeline.WithStage("join", join))
+		pipeline.WithStage("join", join), pipeline.WithStage("region", global))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +156,8 @@ func TestTopology(t *testing.T) {
 	want := []pipeline.Segment{
 		{Sources: []string{"orders"}, Stages: []string{"rekey"}, Repartition: "shop-by-user-repartition"},
 		{Sources: []string{"shop-by-user-repartition"}, Stages: []string{"count"}, Stores: []string{"bykey"}, Repartition: "shop-join-users-repartition"},
-		{Sources: []string{"shop-join-users-repartition"}, Stages: []string{"join"}, Tables: map[string]string{"table-users": "users"}},
+		{Sources: []string{"shop-join-users-repartition"}, Stages: []string{"join", "region"}, Tables: map[string]string{"table-users": "users"},
+			Globals: map[string]string{"table-regions": "regions"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("topology:\n got %+v\nwant %+v", got, want)

@@ -264,6 +264,9 @@ type Segment struct {
 	// topic).
 	Stores []string
 	Tables map[string]string
+	// Globals are the global tables they read (store -> topic): every
+	// member reads all of each.
+	Globals map[string]string
 	// Repartition is the repartition topic the segment writes to, ""
 	// for the last segment.
 	Repartition string
@@ -284,11 +287,17 @@ func (p *Pipeline) Topology() []Segment {
 			if sf, ok := st.Stage.(stages.Stateful); ok {
 				s.Stores = append(s.Stores, sf.Stores()...)
 			}
-			if tr, ok := st.Stage.(stages.TableReader); ok {
+			if tr, ok := st.Stage.(stages.TableReader); ok && len(tr.Tables()) > 0 {
 				if s.Tables == nil {
 					s.Tables = map[string]string{}
 				}
 				maps.Copy(s.Tables, tr.Tables())
+			}
+			if gr, ok := st.Stage.(stages.GlobalTableReader); ok && len(gr.GlobalTables()) > 0 {
+				if s.Globals == nil {
+					s.Globals = map[string]string{}
+				}
+				maps.Copy(s.Globals, gr.GlobalTables())
 			}
 		}
 		if seg.out != nil {
@@ -307,6 +316,7 @@ func (p *Pipeline) logTopology() {
 	}
 	for i, s := range top {
 		p.log.Info("topology", zap.Int("segment", i), zap.Strings("sources", s.Sources), zap.Strings("stages", s.Stages),
-			zap.Strings("stores", s.Stores), zap.Any("tables", s.Tables), zap.String("repartition", s.Repartition))
+			zap.Strings("stores", s.Stores), zap.Any("tables", s.Tables), zap.Any("global_tables", s.Globals),
+			zap.String("repartition", s.Repartition))
 	}
 }
