@@ -30,6 +30,11 @@ import (
 //   - Ownership: Get returns a copy the caller owns. Put copies key and
 //     value: the caller may reuse them. A nil value is not allowed (use
 //     Delete; an empty value is fine).
+//   - A call that fails takes its writes back: its records run again,
+//     alone, so they do not count twice. A call that returns a
+//     *RecordErrors naming its failed records keeps its writes (the
+//     other records count as finished): fail a record before writing
+//     for it.
 //   - The Store is valid only during the Process call that got it.
 //
 // Errors: ErrNoStore when the name was not declared or the pipeline has

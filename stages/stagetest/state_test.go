@@ -156,3 +156,33 @@ func ExampleState() {
 	// home=3
 	// cart: 1
 }
+
+// TestStateKeepsWritesOfRecordErrors: a call that names its failed
+// records keeps the writes of the others (they count as finished); the
+// failed record, retried alone, counts once.
+func TestStateKeepsWritesOfRecordErrors(t *testing.T) {
+	var failOnce atomic.Bool
+	st := stagetest.NewState()
+	stage := statefulFunc{stages.StageFunc(func(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+		var errs stages.RecordErrors
+		for i, r := range in {
+			if string(r.Value) == "b" && len(in) > 1 && failOnce.CompareAndSwap(false, true) {
+				errs.Fail(i, fmt.Errorf("b fails in a batch, once"))
+				continue
+			}
+			out, err := counter{}.Process(ctx, []stages.Record{r})
+			if err != nil {
+				return nil, err
+			}
+			errs.Emit(i, out[0])
+		}
+		if errs.Failed() {
+			return nil, &errs
+		}
+		return errs.Out, nil
+	})}
+	res := stagetest.Runner{State: st, Policy: stagetest.Policy{Retries: 1}}.Run(t, valuesRecords(0, 0, "a", "b", "a"), stagetest.NamedStage{Name: "count", Stage: stage})
+	if a, b := count(t, st, 0, "a"), count(t, st, 0, "b"); a != 2 || b != 1 || len(res.Outputs) != 3 {
+		t.Fatalf("counts a=%d b=%d with %d outputs, want a=2 b=1 and 3 outputs", a, b, len(res.Outputs))
+	}
+}

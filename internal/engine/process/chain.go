@@ -370,7 +370,9 @@ func (c *Chain) attempt(ctx context.Context, st NamedStage, in []stages.Record) 
 
 // callStage runs one stage, turning a panic into an error. The state
 // changes of a call that fails are taken back (stateref.Journal): its
-// records run again, alone, or go to the dead-letter topic.
+// records run again, alone, or go to the dead-letter topic; but a call
+// that names its failed records (*stages.RecordErrors) keeps them, since
+// its other records count as finished.
 func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
 	j := stateref.JournalOf(ctx)
 	if j != nil {
@@ -381,7 +383,12 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 			err = &stages.PanicError{Value: p, Stack: debug.Stack()}
 		}
 		if j != nil {
-			if err != nil {
+			// A consistent *stages.RecordErrors finishes the records it
+			// does not fail: their writes stay (a stateful stage fails
+			// a record before writing for it). Any other error runs
+			// every record again: the call's writes are taken back.
+			var re *stages.RecordErrors
+			if err != nil && !(errors.As(err, &re) && re.Consistent(len(in))) {
 				j.Rollback()
 			} else {
 				j.Keep()
