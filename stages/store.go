@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,33 @@ type Store interface {
 	// key and value are valid only during fn. An error from fn ends the
 	// scan and is returned.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// FromScanner is implemented by a Store that can start a scan at a key,
+// as the pipeline's stores can. Call ScanFrom, which uses it when there.
+type FromScanner interface {
+	// ScanFrom is Scan of the keys with prefix that are not below start.
+	ScanFrom(prefix, start []byte, fn func(key, value []byte) error) error
+}
+
+// ScanFrom calls fn for every key of st that starts with prefix and is
+// not below start (start need not have the prefix), in key order, as
+// Scan does. A store that is a FromScanner seeks to start: what is
+// before it, deleted keys included, is not read. So a queue kept in a
+// store, such as a time index whose earliest entries are deleted as
+// they fall due, is read from its head, not from its prefix across
+// every deletion the storage still holds. Any other store is scanned
+// from the prefix, skipping the keys before start.
+func ScanFrom(st Store, prefix, start []byte, fn func(key, value []byte) error) error {
+	if f, ok := st.(FromScanner); ok {
+		return f.ScanFrom(prefix, start, fn)
+	}
+	return st.Scan(prefix, func(key, value []byte) error {
+		if bytes.Compare(key, start) < 0 {
+			return nil
+		}
+		return fn(key, value)
+	})
 }
 
 // Stateful is implemented by stages that keep state: Stores names the

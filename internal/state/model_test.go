@@ -134,18 +134,22 @@ func TestPartitionModel(t *testing.T) {
 				}
 			case 4:
 				prefix := keys.Draw(t, "prefix")
+				start := prefix
+				if rapid.Bool().Draw(t, "from") { // ScanFrom: any start, below or past the prefix too
+					start = keys.Draw(t, "start")
+				}
 				var got []string
-				if err := p.Scan([]byte(prefix), func(k, v []byte) error { got = append(got, string(k)+"="+string(v)); return nil }); err != nil {
+				if err := p.ScanFrom([]byte(prefix), []byte(start), func(k, v []byte) error { got = append(got, string(k)+"="+string(v)); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				var want []string
 				for _, k := range slices.Sorted(maps.Keys(view)) {
-					if strings.HasPrefix(k, prefix) {
+					if strings.HasPrefix(k, prefix) && k >= start {
 						want = append(want, k+"="+view[k])
 					}
 				}
 				if !slices.Equal(got, want) {
-					t.Fatalf("Scan(%q) = %q, want %q", prefix, got, want)
+					t.Fatalf("ScanFrom(%q, %q) = %q, want %q", prefix, start, got, want)
 				}
 			case 5: // at_least_once: write the changes, then apply them
 				if inTxn {

@@ -184,12 +184,30 @@ func (p *Partition) Delete(key []byte) error {
 // Scan calls fn for every key with prefix, in key order, merging the
 // unapplied changes over pebble.
 func (p *Partition) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	// the unapplied changes under prefix, latest per key, sorted
+	return p.ScanFrom(prefix, prefix, fn)
+}
+
+// The stages' time indexes rely on the seek (stages.ScanFrom).
+var _ stages.FromScanner = (*Partition)(nil)
+
+// ScanFrom is Scan of the keys with prefix from start on. Pebble seeks
+// to start: the keys and deletions before it are not read.
+func (p *Partition) ScanFrom(prefix, start []byte, fn func(key, value []byte) error) error {
+	upper := upperBound(userKey(prefix))
+	lower := userKey(prefix)
+	if bytes.Compare(start, prefix) > 0 {
+		lower = userKey(start)
+		if upper != nil && bytes.Compare(lower, upper) >= 0 {
+			return nil // start is past every key with prefix
+		}
+	}
+	from := string(lower[1:])
+	// the unapplied changes in range, latest per key, sorted
 	p.mu.Lock()
 	over := map[string]change{}
 	for _, m := range append(slices.Clone(p.staged), p.dirty) {
 		for k, c := range m {
-			if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) {
+			if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) && k >= from {
 				over[k] = c
 			}
 		}
@@ -201,8 +219,7 @@ func (p *Partition) Scan(prefix []byte, fn func(key, value []byte) error) error 
 	}
 	slices.Sort(keys)
 
-	lower := userKey(prefix)
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upperBound(lower)})
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return p.ioError("scanning", err)
 	}
