@@ -55,6 +55,20 @@ func Append(dst []byte, v any) ([]byte, error) {
 	return segjson.Append(dst, v, segjson.SortMapKeys)
 }
 
+// AppendString appends s as a JSON string, as Append writes it.
+func AppendString(dst []byte, s string) []byte {
+	if plainString(s) {
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
+	b, _ := segjson.Append(dst, s, segjson.SortMapKeys) // a string always encodes
+	return b
+}
+
+// AppendFloat appends f, finite, as Append writes it.
+func AppendFloat(dst []byte, f float64) []byte { return appendFloat(dst, f) }
+
 // plainString reports whether s is JSON as it is between quotes: printable
 // ASCII without a quote or backslash (anything else may need escaping or,
 // invalid UTF-8, replacing).
