@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -50,6 +51,24 @@ func TestSpecs(t *testing.T) {
 			{"key", stages.TypeExpr, true, nil, nil},
 			{"topic", stages.TypeString, false, "repartition", nil},
 		},
+		"aggregate": {
+			{"key", stages.TypeExpr, false, nil, nil},
+			{"repartition", stages.TypeBool, false, true, nil},
+			{"window", stages.TypeStringMap, false, nil, nil},
+			{"time", stages.TypeExpr, false, nil, nil},
+			{"fields", stages.TypeStringMap, true, nil, nil},
+			{"emit", stages.TypeString, false, nil, []string{"on_update", "on_close"}},
+			{"late", stages.TypeString, false, "drop", []string{"drop", "dead_letter"}},
+			{"max_future", stages.TypeDuration, false, 24 * time.Hour, nil},
+			{"store", stages.TypeString, false, "aggregate", nil},
+		},
+		"dedupe": {
+			{"key", stages.TypeExpr, false, nil, nil},
+			{"repartition", stages.TypeBool, false, true, nil},
+			{"within", stages.TypeDuration, true, nil, nil},
+			{"time", stages.TypeExpr, false, nil, nil},
+			{"store", stages.TypeString, false, "dedupe", nil},
+		},
 	}
 	specs := stages.Default.Specs()
 	if len(specs) != len(want) {
@@ -94,6 +113,10 @@ func TestExactlyOnceFlags(t *testing.T) {
 		"repartition": true,
 		// reads a table, returns records: its output only
 		"join": true,
+		// state in their store only (its changes are in the transaction),
+		// output the records they return
+		"aggregate": true,
+		"dedupe":    true,
 	}
 	specs := stages.Default.Specs()
 	if len(specs) != len(want) {
