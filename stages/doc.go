@@ -9,8 +9,8 @@
 // without a broker) and package cmd/processor/app (to ship a processor
 // binary with it); see examples/plugin.
 //
-// The built-in stages (filter, map, json, produce, log) are in package
-// builtin. The pipeline's own steps live in the sub-packages named after
+// The built-in stages (filter, map, json, produce, log, and the stateful
+// aggregate and dedupe) are in package builtin. The pipeline's own steps live in the sub-packages named after
 // the pipeline's shape: resolve, fetch, process and commit; they are the
 // engine's, and a stage needs none of them.
 package stages

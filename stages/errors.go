@@ -19,6 +19,11 @@ import (
 // Out). Use Fail and Emit to build it. A RecordErrors whose From does not
 // match Out is treated like any other error: every record is run again
 // alone.
+//
+// The store writes (Store) of a call that returns an error, a
+// *RecordErrors too, are taken back: the other records' outputs go on,
+// their writes do not. A stateful stage fails the whole call instead,
+// and its records run again one by one.
 type RecordErrors struct {
 	Errs map[int]error
 	Out  []Record

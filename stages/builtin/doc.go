@@ -8,6 +8,10 @@
 //	         expr; headers: map               once the write is acknowledged
 //	log      format: text|json|value;        print records to Env.Stdout
 //	         every: int                       (stdout is the same stage)
+//	aggregate fields (required); key, time:   count, sum, min, max, avg, first,
+//	         expr; window, emit, late, ...    last per key, running or per window
+//	dedupe   within (required); key, time     drop a record whose key passed
+//	                                          within a period of event time
 //
 // # Expressions
 //
@@ -94,9 +98,12 @@
 // # Source
 //
 // Each stage is a file of its own (json.go, filter.go, map.go,
-// produce.go, log.go), over the helpers they share: expr.go compiles
-// the expressions and runs them over records, budget.go bounds the
-// memory an expression builds, loop.go is the per-record loop. How the
+// produce.go, log.go, aggregate.go, dedupe.go), over the helpers they
+// share: expr.go compiles the expressions and runs them over records,
+// budget.go bounds the memory an expression builds, loop.go is the
+// per-record loop. The stateful stages keep their event time and time
+// index in their store (eventtime.go); aggregate's windows are in
+// window.go, its fields and their stored form in aggstate.go. How the
 // stages read and write JSON fast (a scanner of their own, field values
 // decoded without copying, scalars boxed from slabs) is in
 // internal/fastjson; the conversions that share memory behind it are in
