@@ -18,9 +18,9 @@ func init() {
 		Summary: "count, sum, min, max, average, first and last per key, running or per time window",
 		Options: []stages.OptionSpec{
 			{Name: "key", Type: stages.TypeExpr, Doc: "expression for the group key; absent: the record key. A null key fails the record. " +
-				"With key, the input must already be partitioned by it: set repartition: false (repartitioning is not available yet)."},
-			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with key: repartition the input by the key first. Not available yet, " +
-				"so key needs repartition: false, which says the input topic is already partitioned by that key."},
+				"With key, the records are repartitioned by it first (<group>-by-<store>-repartition), unless repartition: false."},
+			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with key: send the records through a repartition topic by the key first, so every record of " +
+				"a key reaches one partition; false says the input topic is already partitioned by that key."},
 			{Name: "window", Type: stages.TypeStringMap, Doc: "type: tumbling, hopping or session; size (tumbling, hopping), advance (hopping), " +
 				"gap (session), grace (default 0): durations. A window [start, end) closes once stream time (the highest event time seen " +
 				"on the partition) reaches end + grace; a session once stream time passes its last record + gap + grace. " +
@@ -61,18 +61,21 @@ func init() {
 // sessions are one value, so the ones a record merges are one Get away;
 // their index entries say when to look at them.
 type aggregate struct {
-	store     string
-	key       *program // nil: the record key
-	time      *program // nil: the record timestamp
-	window    windowSpec
-	fields    []aggField
-	onClose   bool
-	lateDL    bool  // late: dead_letter
-	maxFuture int64 // ms; 0: no limit
-	reads     *reads
-	shape     uint64
-	log       stages.Logger
-	dropped   atomic.Int64 // late records dropped, for the log
+	store string
+	key   *program // nil: the record key
+	time  *program // nil: the record timestamp
+	// repartition: the pipeline repartitions by key before the stage
+	// (stages.Grouper)
+	repartition bool
+	window      windowSpec
+	fields      []aggField
+	onClose     bool
+	lateDL      bool  // late: dead_letter
+	maxFuture   int64 // ms; 0: no limit
+	reads       *reads
+	shape       uint64
+	log         stages.Logger
+	dropped     atomic.Int64 // late records dropped, for the log
 }
 
 func newAggregate(opts stages.Options, env stages.Env) (stages.Stage, error) {
@@ -84,7 +87,7 @@ func newAggregate(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	if err := stages.ValidStoreName(a.store); err != nil {
 		return nil, &stages.OptionError{Option: "store", Err: err}
 	}
-	if a.key, err = groupKeyOption(opts, "aggregate"); err != nil {
+	if a.key, a.repartition, err = groupKeyOption(opts); err != nil {
 		return nil, err
 	}
 	if opts.Has("window") {
@@ -154,21 +157,44 @@ func newAggregate(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	return a, nil
 }
 
-// groupKeyOption compiles the key option of a stateful stage, refusing
-// it while repartition is true.
-func groupKeyOption(opts stages.Options, stage string) (*program, error) {
+// groupKeyOption compiles the key option of a stateful stage, and says
+// whether the pipeline repartitions by it (a key, and repartition true).
+func groupKeyOption(opts stages.Options) (*program, bool, error) {
 	if !opts.Has("key") {
-		return nil, nil
+		return nil, false, nil
 	}
 	rep, err := opts.Bool("repartition")
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if rep {
-		return nil, &stages.OptionError{Option: "key", Err: fmt.Errorf("%s with key: needs repartitioning, not yet supported; "+
-			"set repartition: false if the input topic is already partitioned by that key", stage)}
+	p, err := compileOption(opts, "key")
+	return p, rep, err
+}
+
+// repartitionBy is the stages.Grouper answer of a stage grouping by p
+// (nil: the record key) under the store's name: the key of one record,
+// evaluated alone.
+func repartitionBy(p *program, rd *reads, repartition bool, store, stage string) (string, func(stages.Record) ([]byte, error), bool) {
+	if p == nil || !repartition {
+		return "", nil, false
 	}
-	return compileOption(opts, "key")
+	return "by-" + store, func(r stages.Record) ([]byte, error) {
+		e := newEvaluator(context.Background(), rd, 1)
+		if err := e.load(&r); err != nil {
+			return nil, stages.Permanent(err)
+		}
+		k, err := groupKey(p, e, &r, stage)
+		if err != nil {
+			return nil, stages.Permanent(err)
+		}
+		return k, nil
+	}, true
+}
+
+// GroupKey implements stages.Grouper: with a key (and repartition true),
+// the records go through <group>-by-<store>-repartition first.
+func (a *aggregate) GroupKey() (string, func(stages.Record) ([]byte, error), bool) {
+	return repartitionBy(a.key, a.reads, a.repartition, a.store, "aggregate")
 }
 
 func compileOption(opts stages.Options, name string) (*program, error) {

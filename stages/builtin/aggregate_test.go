@@ -35,8 +35,6 @@ func TestStatefulBadOptions(t *testing.T) {
 		{"aggregate", stages.Options{"fields": map[string]string{"key": "count()"}}, "fields", `"key" is the output's own member`},
 		{"aggregate", stages.Options{"fields": map[string]string{"window_end": "count()"}}, "fields", "own member"},
 		{"aggregate", stages.Options{"fields": map[string]string{" ": "count()"}}, "fields", "a field needs a name"},
-		{"aggregate", stages.Options{"fields": count, "key": "json.user"}, "key",
-			"aggregate with key: needs repartitioning, not yet supported; set repartition: false if the input topic is already partitioned by that key"},
 		{"aggregate", stages.Options{"fields": count, "key": "json.user +", "repartition": false}, "key", "unexpected token"},
 		{"aggregate", stages.Options{"fields": count, "window": map[string]string{}}, "window", "window needs a type: tumbling, hopping or session"},
 		{"aggregate", stages.Options{"fields": count, "window": map[string]string{"type": "weekly"}}, "window", `window type "weekly" is not one of tumbling, hopping, session`},
@@ -67,8 +65,6 @@ func TestStatefulBadOptions(t *testing.T) {
 		{"dedupe", stages.Options{}, "within", "required"},
 		{"dedupe", stages.Options{"within": time.Duration(0)}, "within", "want a positive whole number of milliseconds"},
 		{"dedupe", stages.Options{"within": 1500 * time.Microsecond}, "within", "want a positive whole number of milliseconds"},
-		{"dedupe", stages.Options{"within": time.Hour, "key": "json.id"}, "key",
-			"dedupe with key: needs repartitioning, not yet supported; set repartition: false if the input topic is already partitioned by that key"},
 		{"dedupe", stages.Options{"within": time.Hour, "time": "json.ts)"}, "time", "unexpected token"},
 		{"dedupe", stages.Options{"within": time.Hour, "store": ""}, "store", `store name ""`},
 	}

@@ -15,9 +15,9 @@ func init() {
 		Summary: "drop a record whose key was seen within a period of event time",
 		Options: []stages.OptionSpec{
 			{Name: "key", Type: stages.TypeExpr, Doc: "expression for what makes records duplicates; absent: the record key. A null key " +
-				"fails the record. With key, the input must already be partitioned by it: set repartition: false (repartitioning is not available yet)."},
-			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with key: repartition the input by the key first. Not available yet, " +
-				"so key needs repartition: false, which says the input topic is already partitioned by that key."},
+				"fails the record. With key, the records are repartitioned by it first (<group>-by-<store>-repartition), unless repartition: false."},
+			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with key: send the records through a repartition topic by the key first, so every record of " +
+				"a key reaches one partition; false says the input topic is already partitioned by that key."},
 			{Name: "within", Type: stages.TypeDuration, Required: true, Doc: "a record is dropped when a record of its key passed less than this " +
 				"before or after it in event time; a key is remembered until stream time (the highest event time seen on the partition) " +
 				"reaches the time of the record that passed + within."},
@@ -45,8 +45,11 @@ type dedupe struct {
 	key    *program // nil: the record key
 	time   *program // nil: the record timestamp
 	within int64    // ms
-	reads  *reads
-	shape  uint64
+	// repartition: the pipeline repartitions by key before the stage
+	// (stages.Grouper)
+	repartition bool
+	reads       *reads
+	shape       uint64
 }
 
 func newDedupe(opts stages.Options, _ stages.Env) (stages.Stage, error) {
@@ -58,7 +61,7 @@ func newDedupe(opts stages.Options, _ stages.Env) (stages.Stage, error) {
 	if err := stages.ValidStoreName(d.store); err != nil {
 		return nil, &stages.OptionError{Option: "store", Err: err}
 	}
-	if d.key, err = groupKeyOption(opts, "dedupe"); err != nil {
+	if d.key, d.repartition, err = groupKeyOption(opts); err != nil {
 		return nil, err
 	}
 	if opts.Has("time") {
@@ -165,4 +168,10 @@ func (d *dedupe) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 		return nil, err
 	}
 	return out, nil
+}
+
+// GroupKey implements stages.Grouper: with a key (and repartition true),
+// the records go through <group>-by-<store>-repartition first.
+func (d *dedupe) GroupKey() (string, func(stages.Record) ([]byte, error), bool) {
+	return repartitionBy(d.key, d.reads, d.repartition, d.store, "dedupe")
 }
