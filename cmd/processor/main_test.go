@@ -69,6 +69,18 @@ func TestExactlyOnceExampleRuns(t *testing.T) {
 	}
 }
 
+// TestRevenuePerMinuteExampleRuns: configs/revenue-per-minute.yaml, a
+// stateful pipeline with a repartition, starts its stores and its
+// topology and processes records.
+func TestRevenuePerMinuteExampleRuns(t *testing.T) {
+	stderr := runExample(t, "configs/revenue-per-minute.yaml")
+	for _, want := range []string{"created repartition topic", "revenue-by-revenue-repartition", "state: stores ready", "revenue-revenue-changelog"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the run's log does not say %q:\n%s", want, stderr)
+		}
+	}
+}
+
 // runExample runs "processor run --for 3s" of file, built as users build
 // it, checks it exits 0 having processed records, and returns its stderr.
 func runExample(t *testing.T, file string) string {
