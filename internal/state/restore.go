@@ -1,9 +1,11 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -98,11 +100,25 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, progress 
 
 // load applies restored records (latest wins; a nil value deletes) and
 // the checkpoint next in one atomic write.
+//
+// The batch holds the records in key order (a stable sort: of two changes
+// of one key the later stays later, and wins): pebble inserts a batch
+// into its memtable's skiplist in the batch's order, remembering where
+// the previous key went, so keys in order are each found from there
+// rather than from the top of the skiplist. A changelog's keys come in no
+// order, and in that order the search was the largest cost of a restore
+// after compaction (bench/README.md, "Restore").
 func (p *Partition) load(recs []stages.Record, next int64) error {
+	order := make([]int32, len(recs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(recs[a].Key, recs[b].Key) })
 	b := p.db.NewBatch()
 	defer b.Close()
-	for i := range recs {
-		k := userKey(recs[i].Key)
+	var k []byte
+	for _, i := range order {
+		k = append(append(k[:0], userPrefix), recs[i].Key...)
 		var err error
 		if recs[i].Value == nil {
 			err = b.Delete(k, nil)
