@@ -67,7 +67,7 @@ func cluster(b *testing.B, partitions int) ([]string, string) {
 	for i := range value {
 		value[i] = byte('a' + i%26)
 	}
-	if err := load(clusterAddr, topic, partitions, func(int64) []byte { return value }); err != nil {
+	if err := load(clusterAddr, topic, partitions, nil, func(int64) []byte { return value }); err != nil {
 		b.Fatal(err)
 	}
 	loaded[partitions] = topic
@@ -95,9 +95,9 @@ func clusterAddrs(b *testing.B) []string {
 }
 
 // load creates topic with the given partitions and writes -records
-// records to it, uncompressed, record i (value(i)) to partition
-// i % partitions.
-func load(addrs []string, topic string, partitions int, value func(i int64) []byte) error {
+// records to it, uncompressed, record i (value(i), and key(i) unless key
+// is nil) to partition i % partitions.
+func load(addrs []string, topic string, partitions int, key, value func(i int64) []byte) error {
 	if err := createTopic(addrs, topic, partitions); err != nil {
 		return err
 	}
@@ -111,7 +111,11 @@ func load(addrs []string, topic string, partitions int, value func(i int64) []by
 	defer cancel()
 	var firstErr atomic.Value
 	for i := int64(0); i < int64(*flagRecords); i++ {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)), Value: value(i)},
+		r := &kgo.Record{Topic: topic, Partition: int32(i % int64(partitions)), Value: value(i)}
+		if key != nil {
+			r.Key = key(i)
+		}
+		cl.Produce(ctx, r,
 			func(_ *kgo.Record, err error) {
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
