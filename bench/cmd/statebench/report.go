@@ -51,7 +51,7 @@ func printRestoreReport(w io.Writer, e *env, vs []variant, results [][]restoreRu
 	header(w, e, "Restore from an empty disk")
 	fmt.Fprintf(w, "%d keys, records of %d B (key %d B, 8-byte count), %d partitions, %d rounds (each runs every variant in turn). "+
 		"rec/s and MB/s over the restore window (the first partition's restore start to the last one's end); "+
-		"from exec: process start to the last restore's end; CPU: the process's whole life; peak RSS: getrusage.\n\n",
+		"from exec: process start to the last restore's end; CPU: the process's whole life; peak RSS: its VmHWM, sampled every 20 ms.\n\n",
 		keys, recBytes, recBytes-8, partitions, len(results[0]))
 	fmt.Fprintln(w, "| variant | rec/s (median) | MB/s | window | from exec | CPU s | peak RSS MiB | rec/s of each round |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")

@@ -14,9 +14,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/bench/internal/childproc"
 	"github.com/fencepost-dev/fencepost/bench/internal/countstage"
 )
 
@@ -226,6 +228,7 @@ func (e *env) restoreOnce(ctx context.Context, v variant, jar string, partitions
 		return restoreRun{}, err
 	}
 	defer c.Stop(syscall.SIGKILL, 10*time.Second)
+	hwm := watchHWM(c)
 	select {
 	case <-c.Done:
 	case <-time.After(15 * time.Minute):
@@ -235,9 +238,9 @@ func (e *env) restoreOnce(ctx context.Context, v variant, jar string, partitions
 	}
 	res := restoreRun{exitCode: c.ExitCode()}
 	if ru, ok := c.Cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.rssKiB = ru.Maxrss
 		res.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	res.rssKiB = hwm()
 	found := false
 	f, err := os.Open(c.Log)
 	if err != nil {
@@ -266,6 +269,34 @@ func (e *env) restoreOnce(ctx context.Context, v variant, jar string, partitions
 		_ = os.RemoveAll(stateDir)
 	}
 	return res, nil
+}
+
+// watchHWM samples the child's peak resident set (VmHWM in
+// /proc/PID/status) every 20ms until it exits; the function returned
+// gives the last sample, in KiB. Not getrusage's ru_maxrss: a child
+// started with vfork and exec starts from its parent's peak (the kernel
+// records the parent's high-water mark at the exec), and this process
+// holds the loader's buffers.
+func watchHWM(c *childproc.Child) func() int64 {
+	var last atomic.Int64
+	path := fmt.Sprintf("/proc/%d/status", c.Cmd.Process.Pid)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for c.Running() {
+			if b, err := os.ReadFile(path); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+						if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && n > last.Load() {
+							last.Store(n)
+						}
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() int64 { <-done; return last.Load() }
 }
 
 // buildStreamsJar builds bench/compare/streams-state into dir.
