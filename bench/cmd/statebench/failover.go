@@ -191,33 +191,39 @@ func (e *env) failoverOnce(ctx context.Context, s failoverSetup) (failoverRun, e
 	defer func() { stopProducing(); wg.Wait() }()
 	time.Sleep(3 * time.Second)
 
-	lines := logLines(a.proc.Log, "partitions")
-	if len(lines) == 0 {
-		return failoverRun{}, fmt.Errorf("instance a printed no assignment; see %s", a.proc.Log)
+	owned := func(in *instance) []int32 {
+		lines := logLines(in.proc.Log, "partitions")
+		if len(lines) == 0 {
+			return nil
+		}
+		return parsePartitions(lines[len(lines)-1][0])
 	}
-	res := failoverRun{partitions: parsePartitions(lines[len(lines)-1][0])}
+	// full: kill an instance whose partitions the other never owned (an
+	// early rebalance may have given the other some of them for a while,
+	// leaving it a local store of them)
+	if s.mode == "full" && len(localStores(b.dir, owned(a))) > 0 && len(localStores(a.dir, owned(b))) == 0 {
+		a, b = b, a
+	}
+	res := failoverRun{partitions: owned(a)}
 	if len(res.partitions) == 0 {
-		return failoverRun{}, fmt.Errorf("instance a owns no partition; see %s", a.proc.Log)
+		return failoverRun{}, fmt.Errorf("instance %s owns no partition; see %s", a.name, a.proc.Log)
 	}
 	at, err := e.committed(ctx, group)
 	if err != nil {
 		return failoverRun{}, err
 	}
 	owner := b
-	if s.mode == "full" {
-		// the survivor must restore from the changelog: it has no local
-		// store of the killed instance's partitions
-		for _, p := range res.partitions {
-			if _, err := os.Stat(filepath.Join(b.dir, countstage.Store, strconv.Itoa(int(p)))); err == nil {
-				res.localState = append(res.localState, p)
-			}
-		}
+	if s.mode == "static" {
+		owner = a
 	}
+	// full: the survivor must restore from the changelog, with no local
+	// store of the killed instance's partitions; static: the restarted
+	// instance has its own
+	res.localState = localStores(owner.dir, res.partitions)
 	killed := time.Now()
 	a.proc.Stop(syscall.SIGKILL, 10*time.Second)
 	if s.mode == "static" {
-		owner = a
-		if err := e.startInstance(a, fmt.Sprintf("%s-a-restarted", group)); err != nil {
+		if err := e.startInstance(a, fmt.Sprintf("%s-%s-restarted", group, a.name)); err != nil {
 			return res, err
 		}
 	}
@@ -260,6 +266,18 @@ func (e *env) failoverOnce(ctx context.Context, s failoverSetup) (failoverRun, e
 		res.restored = time.Duration(ms-kms) * time.Millisecond
 	}
 	return res, nil
+}
+
+// localStores are the partitions of ps whose store has a local
+// directory under dir.
+func localStores(dir string, ps []int32) []int32 {
+	var out []int32
+	for _, p := range ps {
+		if _, err := os.Stat(filepath.Join(dir, countstage.Store, strconv.Itoa(int(p)))); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // steady writes s.rate records a second, keys from the loaded set, until
