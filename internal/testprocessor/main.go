@@ -8,12 +8,20 @@
 // so a record is in the file before its offset can be committed. Its
 // option "delay" slows it down by that much per record, so a test can
 // stop a run mid-stream.
+//
+// The stage "count" keeps state: it counts the records of each key in
+// the store named by its option "store" (default "counts"; a decimal
+// count per key) and returns each record with its value followed by a
+// space and the key's new count ("id-000000042 7"). Its only effects
+// are its outputs and its store, so it takes part in exactly-once: the
+// kill loop's -state mode checks the counts after crashes.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -45,7 +53,57 @@ func main() {
 			return &recorder{f: f, delay: delay}, nil
 		},
 	})
+	stages.Register(stages.Spec{
+		Name:        "count",
+		Summary:     "Count the records of each key in a store; append the new count to each value.",
+		ExactlyOnce: true,
+		Options: []stages.OptionSpec{
+			{Name: "store", Type: stages.TypeString, Default: "counts", Doc: "The store's name (its changelog is <group>-<store>-changelog)."},
+		},
+		New: func(o stages.Options, _ stages.Env) (stages.Stage, error) {
+			name, err := o.String("store")
+			if err != nil {
+				return nil, err
+			}
+			if err := stages.ValidStoreName(name); err != nil {
+				return nil, &stages.OptionError{Option: "store", Err: err}
+			}
+			return counter{store: name}, nil
+		},
+	})
 	os.Exit(app.Main(os.Args[1:]))
+}
+
+// counter is the stage "count".
+type counter struct{ store string }
+
+func (c counter) Stores() []string { return []string{c.store} }
+
+func (c counter) Process(ctx context.Context, in []stages.Record) ([]stages.Record, error) {
+	st, err := stages.StoreFor(ctx, c.store)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stages.Record, len(in))
+	for i, r := range in {
+		var n int64
+		v, ok, err := st.Get(r.Key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+				return nil, fmt.Errorf("the count of key %q is %q, not a number: %w", r.Key, v, err)
+			}
+		}
+		n++
+		if err := st.Put(r.Key, strconv.AppendInt(nil, n, 10)); err != nil {
+			return nil, err
+		}
+		r.Value = strconv.AppendInt(append(append([]byte(nil), r.Value...), ' '), n, 10)
+		out[i] = r
+	}
+	return out, nil
 }
 
 type recorder struct {
