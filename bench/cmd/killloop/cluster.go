@@ -35,7 +35,7 @@ func (m *measurement) startCluster(ctx context.Context) error {
 		if m.o.membership == franz {
 			// the embedded broker is the processor's command
 			var err error
-			if bin, _, err = buildProcessor(ctx, m.dir); err != nil {
+			if bin, _, err = buildProcessor(ctx, m.dir, "./cmd/processor"); err != nil {
 				return err
 			}
 		}

@@ -32,10 +32,10 @@ func parseID(v []byte) (int64, bool) {
 
 // produceAtRate writes records with ids 0, 1, 2, ... to topic at rate
 // records per second until ctx ends, then waits for every write to be
-// acknowledged. It returns how many records were written (ids 0..n-1);
+// acknowledged. A record's key is its id, or with keys > 0 keyValue. It returns how many records were written (ids 0..n-1);
 // any failed write is an error, so no id in that range is missing from
 // the topic. written, if set, learns each id's partition.
-func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, written func(id int64, partition int32)) (int64, error) {
+func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate, keys int, written func(id int64, partition int32)) (int64, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -65,11 +65,16 @@ func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 		case <-tick.C:
 		}
 		// The key is the id too: the default partitioner hashes it, so
-		// ids spread evenly over the partitions.
+		// ids spread evenly over the partitions. With keys, it places
+		// every record of a key in the key's partition.
 		for due := int64(time.Since(start).Seconds() * float64(rate)); n < due && ctx.Err() == nil; n++ {
 			v := idValue(n)
+			k := v
+			if keys > 0 {
+				k = keyValue(n, keys)
+			}
 			// Not ctx: records still buffered when it ends must not fail.
-			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: v, Value: v}, failed)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: k, Value: v}, failed)
 		}
 	}
 	fctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -103,6 +108,7 @@ type tally struct {
 	seenAt       map[int32][]time.Time
 	early        map[int64]time.Time // ids seen before their partition was known
 	lastRecordAt time.Time           // when the reader last saw a record
+	keyed        *keyTally           // -state: the counts the outputs carry
 }
 
 func newTally(phase *atomic.Int64) *tally {
@@ -239,7 +245,7 @@ func (t *tally) read(ctx context.Context, cl *kgo.Client) error {
 			t.lastRecordAt = now
 			t.records++
 			t.pos[r.Partition] = r.Offset + 1
-			id, ok := parseID(r.Value)
+			id, ok := t.parseOutput(r)
 			if !ok {
 				t.unknown++
 				return

@@ -44,6 +44,28 @@
 // were not restarting gave up, and how long each input partition went
 // without a record processed.
 //
+// With -state the instances run internal/testprocessor, whose stage
+// "count" counts the records of each key in a store (then "produce"
+// copies them to "out", each value followed by its key's new count); the
+// producer spreads its ids over -keys keys (id mod keys). Each instance
+// slot has a state dir of its own, which a restarted instance finds as
+// its predecessor left it ("the same disk"), or emptied with -wipe-state
+// (its stores restore all of their changelog, and without a
+// group_instance_id its transactional id is new: the killed instance's
+// open transaction stays until the broker aborts it); -state-store memory
+// keeps nothing. The verdict folds the changelog
+// "killloop-counts-changelog", read_committed at exactly_once (the
+// latest value per key), and compares each key's count with the records
+// produced with that key: at exactly_once every key must be exact and
+// the outputs must carry each key's counts 1..N once each; at
+// at_least_once no key may be counted short (over-counts are reported).
+// Either failure exits 1 and keeps the temp dir, with the changelog and
+// the outputs as read. The report gives the records restored (from the
+// instances' "state: restored" log lines): in all, per restart (every
+// instance, until the next restart) and by each restarted instance.
+//
+//	go run ./bench/cmd/killloop -state -instances 3 -partitions 8 -kills 4 -kill-broker -guarantee exactly_once
+//
 // A duplicate is attributed to the restart (or pause) that preceded the
 // moment the reader saw it; the reader follows "out" live, so that is the
 // restart whose uncommitted records were processed again.
@@ -141,6 +163,11 @@ type options struct {
 	seed           int64
 	keep           bool
 	verbose        bool
+	// -state: the stage counts records per key in a store
+	state      bool
+	keys       int    // keys the producer spreads its records over
+	wipeState  bool   // empty a restarted instance's state dir first
+	stateStore string // state.store: disk or memory
 }
 
 func parseFlags(args []string) (options, error) {
@@ -166,6 +193,10 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the kill jitter (0: from the clock; the report prints it)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (config, logs); it is always kept on failure")
 	fs.BoolVar(&o.verbose, "v", false, "report each restart on stderr")
+	fs.BoolVar(&o.state, "state", false, "count records per key in a store (internal/testprocessor's stage \"count\", then \"produce\"; each instance slot has its own state dir) and check the counts: the changelog, read_committed and folded, against the records produced per key")
+	fs.IntVar(&o.keys, "keys", 64, "-state: the keys the producer spreads its records over (id mod keys)")
+	fs.BoolVar(&o.wipeState, "wipe-state", false, "-state: empty a killed or restarted instance's state dir before starting it again (its stores restore everything), instead of keeping it (they restore the tail)")
+	fs.StringVar(&o.stateStore, "state-store", "disk", "-state: state.store, disk or memory (every assignment restores everything)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -223,6 +254,20 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.killBroker && o.mode == "rolling" {
 		return o, errors.New("-kill-broker: use it with -mode kill or zombie")
+	}
+	if o.state {
+		switch {
+		case o.membership == franz:
+			return o, errors.New("-state: the franz comparison consumer has no stores")
+		case o.keys < 1 || o.keys > 100000:
+			return o, errors.New("-keys must be between 1 and 100000")
+		case o.stateStore != "disk" && o.stateStore != "memory":
+			return o, fmt.Errorf("-state-store %q: want disk or memory", o.stateStore)
+		case o.wipeState && o.mode == "zombie":
+			return o, errors.New("-wipe-state: a zombie is not restarted; use it with -mode kill or rolling")
+		}
+	} else if o.wipeState {
+		return o, errors.New("-wipe-state needs -state")
 	}
 	if o.commitInterval != "" {
 		if d, err := time.ParseDuration(o.commitInterval); err != nil || d <= 0 {
@@ -289,6 +334,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			res.dups, outputT, strings.Join(res.firstDups, "; "), procs.Logs())
 		return 1
 	}
+	if s := res.state; s != nil && s.wrong(o.guarantee) {
+		keep = true
+		what := "STATE UNDER-COUNTED"
+		if o.guarantee == "exactly_once" {
+			what = "STATE WRONG AT EXACTLY_ONCE"
+		}
+		fmt.Fprintf(stderr, "\nkillloop: %s: %d keys under-counted (%d records), %d over-counted (%d), %d with wrong output counts, %d stray (%s)\nlogs:\n%s",
+			what, s.under, s.lost, s.over, s.extra, s.badOutputs, len(s.stray), strings.Join(append(slices.Clone(s.firstWrong), s.firstBadOutputs...), "; "), procs.Logs())
+		return 1
+	}
 	return 0
 }
 
@@ -303,6 +358,7 @@ type measurement struct {
 	stopCluster func()
 	cluster     *realkafka.Cluster // Apache Kafka, if the run started it
 	embedded    *embeddedBroker    // the embedded broker, if the run started it
+	procLogs    []*procLog         // every instance process started, in order
 	phase       atomic.Int64       // restarts so far (brokerPhase after a broker kill); restarts+1 once the instances are told to stop
 }
 
@@ -327,10 +383,15 @@ type result struct {
 	brokerDups int64 // duplicates seen from the broker kill to the next restart
 	// exactly_once: records in "out" of aborted transactions (read
 	// uncommitted, not read committed)
-	aborted    int64
-	baseWindow window        // the interval before the first restart
-	baseline   []windowStall // per input partition, in baseWindow
-	restarts   []restartRecord
+	aborted int64
+	// when each restart (or pause) began, and the index in procLogs of
+	// the process it started (-1: none, a pause)
+	restartAt   []time.Time
+	restartProc []int
+	state       *stateResult  // -state
+	baseWindow  window        // the interval before the first restart
+	baseline    []windowStall // per input partition, in baseWindow
+	restarts    []restartRecord
 }
 
 func (m *measurement) logf(format string, args ...any) {
@@ -358,7 +419,11 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 		}
 	} else if m.bin = o.processor; m.bin == "" {
 		var err error
-		if m.bin, res.processor, err = buildProcessor(ctx, m.dir); err != nil {
+		pkg := "./cmd/processor"
+		if o.state {
+			pkg = "./internal/testprocessor" // the processor with the stage "count"
+		}
+		if m.bin, res.processor, err = buildProcessor(ctx, m.dir, pkg); err != nil {
 			return nil, err
 		}
 	}
@@ -391,6 +456,9 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 	defer rcl.Close()
 	t := newTally(&m.phase)
+	if o.state {
+		t.keyed = newKeyTally(o.keys)
+	}
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
 	readDone := make(chan error, 1)
@@ -404,7 +472,11 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	}
 	prodDone := make(chan produced, 1)
 	go func() {
-		n, err := produceAtRate(prodCtx, cl, inputT, o.rate, t.producedTo)
+		keys := 0
+		if o.state {
+			keys = o.keys
+		}
+		n, err := produceAtRate(prodCtx, cl, inputT, o.rate, keys, t.producedTo)
 		prodDone <- produced{n, err}
 	}()
 
@@ -495,12 +567,21 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 				res.problems = append(res.problems, fmt.Sprintf("%s exited %d on SIGTERM (see %s)", old.Name, code, old.Log))
 			}
 		}
-		if o.mode != "zombie" {
+		res.restartAt = append(res.restartAt, rr.term)
+		if o.mode == "zombie" {
+			res.restartProc = append(res.restartProc, -1)
+		} else {
 			rr.exited = time.Now()
 			m.phase.Store(int64(k))
+			if o.wipeState {
+				if err := os.RemoveAll(stateDir(m.dir, v.slot)); err != nil {
+					return nil, fmt.Errorf("-wipe-state: %w", err)
+				}
+			}
 			if err := m.startInstance(v); err != nil {
 				return nil, err
 			}
+			res.restartProc = append(res.restartProc, len(m.procLogs)-1)
 			rr.started, rr.newLog = time.Now(), v.Log
 			m.logf("restart %d/%d after %v: %s (pid %d) replaced by %s (pid %d)",
 				k, m.restarts(), wait.Round(time.Millisecond), old.Name, old.Cmd.Process.Pid, v.Name, v.Cmd.Process.Pid)
@@ -621,6 +702,11 @@ func (m *measurement) run(ctx context.Context) (*result, error) {
 	stopReading()
 	<-readDone
 	m.count(t, res)
+	if o.state {
+		if res.state, err = m.stateVerdict(ctx, adm, t, res); err != nil {
+			return nil, err
+		}
+	}
 	if o.guarantee == "exactly_once" {
 		// what read_committed readers never saw: aborted outputs
 		all, err := countRecords(ctx, m.addrs, outputT, kgo.ReadUncommitted(), 2*time.Second)
@@ -675,6 +761,9 @@ func (m *measurement) startInstance(in *instance) error {
 		c, err = m.procs.Start(m.dir, name, m.bin, "run", "-c", cfg, "--http", addr, "--progress", "0")
 	}
 	in.Child = c
+	if err == nil {
+		m.procLogs = append(m.procLogs, &procLog{name: name, log: c.Log, started: time.Now()})
+	}
 	return err
 }
 
@@ -819,9 +908,10 @@ func stallAfter(o options) time.Duration {
 	return max(10*mean, time.Second)
 }
 
-// buildProcessor builds ./cmd/processor of the module in the working
-// directory into dir and says which commit it was built from.
-func buildProcessor(ctx context.Context, dir string) (bin, desc string, err error) {
+// buildProcessor builds pkg (./cmd/processor, or ./internal/testprocessor:
+// the processor with test stages) of the module in the working directory
+// into dir and says which commit it was built from.
+func buildProcessor(ctx context.Context, dir, pkg string) (bin, desc string, err error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	mod := strings.TrimSpace(string(out))
 	if err != nil || mod == "" || mod == os.DevNull {
@@ -829,12 +919,12 @@ func buildProcessor(ctx context.Context, dir string) (bin, desc string, err erro
 	}
 	root := filepath.Dir(mod)
 	bin = filepath.Join(dir, "processor")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/processor")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("go build ./cmd/processor: %v\n%s", err, out)
+		return "", "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
-	desc = "./cmd/processor of " + root
+	desc = pkg + " of " + root
 	if rev, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output(); err == nil {
 		desc += " at " + strings.TrimSpace(string(rev))
 		if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
@@ -845,8 +935,9 @@ func buildProcessor(ctx context.Context, dir string) (bin, desc string, err erro
 }
 
 // writeConfig writes the configuration of the processor in slot: one
-// produce stage copying "in" to "out", a stop policy for failures, the
-// membership of -membership.
+// produce stage copying "in" to "out" (with -state, after the stage
+// "count" and with the slot's state dir), a stop policy for failures,
+// the membership of -membership.
 func writeConfig(dir string, addrs []string, o options, slot int) (string, error) {
 	var brokers []string
 	for _, a := range addrs {
@@ -877,8 +968,11 @@ consumer:
 	case consumer:
 		fmt.Fprintf(&b, "  group_protocol: consumer\n")
 	}
-	fmt.Fprintf(&b, `pipeline:
-  - stage: produce
+	b.WriteString("pipeline:\n")
+	if o.state {
+		fmt.Fprintf(&b, "  - stage: count\n    store: %s\n", storeName)
+	}
+	fmt.Fprintf(&b, `  - stage: produce
     topic: %s
 dead_letter:
   policy: stop
@@ -886,6 +980,9 @@ shutdown_timeout: 20s
 guarantee: %s
 transaction_timeout: %v
 `, outputT, o.guarantee, o.txnTimeout)
+	if o.state {
+		fmt.Fprintf(&b, "state:\n  dir: %q\n  store: %s\n", stateDir(dir, slot), o.stateStore)
+	}
 	path := filepath.Join(dir, fmt.Sprintf("killloop-%c.yaml", 'a'+slot))
 	return path, os.WriteFile(path, []byte(b.String()), 0o644)
 }
@@ -924,6 +1021,9 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		row(fmt.Sprintf("pauses (SIGSTOP for %v, then SIGCONT)", o.pause), "%d", len(r.perKill))
 	default:
 		row("kills (SIGKILL)", "%d", len(r.perKill))
+	}
+	if r.state != nil {
+		r.state.print(row, o.guarantee, what)
 	}
 	row("duplicates per "+what+" (mean)", "%.0f", perKill)
 	row("duplicates of one "+what+", attributed (median / max)", "%d / %d", median, sorted[len(sorted)-1])
@@ -978,6 +1078,9 @@ func (r *result) print(w io.Writer, o options, args []string) {
 		r.printRolling(w, o)
 	}
 	fmt.Fprintf(w, "\nper %s: %v\n", what, r.perKill)
+	if r.state != nil {
+		r.state.printLines(w, what)
+	}
 	if len(r.firstDups) > 0 {
 		fmt.Fprintf(w, "first duplicates: %s\n", strings.Join(r.firstDups, "; "))
 	}
@@ -991,6 +1094,16 @@ func (r *result) print(w io.Writer, o options, args []string) {
 	fmt.Fprintf(w, "guarantee: %s\n", o.guarantee)
 	fmt.Fprintf(w, "settings: %s, %s membership, %d instances on %s, %d records/s, %d partitions, %d %ss every %v, commit_interval %s, session_timeout %v, seed %d\n",
 		o.mode, o.membership, o.instances, o.kafka, o.rate, o.partitions, len(r.perKill), what, o.interval, ci, o.sessionTimeout, o.seed)
+	if o.state {
+		keep := "kept across restarts"
+		switch {
+		case o.stateStore == "memory":
+			keep = "in memory"
+		case o.wipeState:
+			keep = "emptied at each restart"
+		}
+		fmt.Fprintf(w, "state: stage count, %d keys, store %s, each slot's state dir %s\n", o.keys, o.stateStore, keep)
+	}
 	fmt.Fprintf(w, "processor: %s\n", r.processor)
 	for _, p := range r.problems {
 		fmt.Fprintf(w, "WARNING: %s\n", p)
