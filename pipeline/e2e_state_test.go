@@ -188,3 +188,79 @@ func TestStateDirIsHeldByOneProcess(t *testing.T) {
 		t.Fatalf("process id %q, then %q after a restart on the same disk: want the same", id, id2)
 	}
 }
+
+// TestStateRestoreWaitsForOpenTransactions: a restore must read what was
+// committed after a transaction that is still open. An owner killed in
+// the middle of a transaction leaves it open on the changelog until the
+// broker aborts it; the partition's next owner commits changes after
+// it; and read_committed readers see nothing past the first open
+// transaction, so a third owner restoring to the last stable offset
+// would miss the second's changes and count from the first's. Here a
+// producer of its own leaves a transaction open on the changelog while
+// pipeline B counts and commits past it; pipeline C, on an empty store,
+// must not start from the state before it: its restore waits for the
+// transaction to end (aborted here after a second), and the changelog
+// then holds every count exactly.
+func TestStateRestoreWaitsForOpenTransactions(t *testing.T) {
+	const keys = 5
+	c := kafkatest.New(t, 1).Kafka
+	in, group := c.Name("open-in"), c.Name("g-open")
+	changelog := group + "-counts-changelog"
+	c.CreateTopic(t, in, 1)
+	want := map[string]int{}
+	produced := 0
+	produce := func(n int) {
+		t.Helper()
+		if err := c.ProduceE(in, 0, n, 50, func(i int) []byte { return []byte(fmt.Sprintf("k%d", (produced+i)%keys)) }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			want[fmt.Sprintf("p0/k%d", (produced+i)%keys)]++
+		}
+		produced += n
+	}
+	committed := func() bool { return c.Committed(t, group, in)[0] == int64(produced) }
+	cfg := fastConfig(c, group, in)
+	cfg.Guarantee = pipeline.ExactlyOnce
+	cfg.State.Store = pipeline.StoreMemory // every start restores everything
+	cfg.State.Dir = t.TempDir()
+
+	produce(100)
+	b := start(t, cfg, pipeline.WithStage("count", counter{}))
+	waitFor(t, 30*time.Second, "the first records committed", committed)
+	// the transaction of an owner that died in it, open on the changelog
+	dead, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.TransactionalID(c.Name("dead-owner")),
+		kgo.TransactionTimeout(time.Minute), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := dead.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.ProduceSync(ctx, &kgo.Record{Topic: changelog, Partition: 0, Key: []byte("k0"), Value: []byte("1000")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// B goes on, committing changes past the open transaction
+	produce(100)
+	waitFor(t, 30*time.Second, "the records after the open transaction committed", committed)
+	if err := b.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+
+	produce(100)
+	r := start(t, cfg, pipeline.WithStage("count", counter{}))
+	time.Sleep(time.Second) // C restores meanwhile
+	if err := dead.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "every record committed", committed)
+	if err := r.shutdown(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := changelogFold(t, c, changelog); !maps.Equal(got, want) {
+		t.Fatalf("the changelog folds to %v, want %v", got, want)
+	}
+}

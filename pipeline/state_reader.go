@@ -86,7 +86,7 @@ func (r *changelogReader) Read(ctx context.Context, topic string, partition int3
 		res := s.Fetch(ctx, req)
 		r.done(leader, s)
 		pr := res.Partitions[0]
-		c := state.Chunk{Next: pr.Next, End: pr.LastStable, LogStart: pr.LogStart}
+		c := state.Chunk{Next: pr.Next, End: pr.LastStable, HighWatermark: max(pr.HighWatermark, 0), LogStart: pr.LogStart}
 		switch pr.Outcome {
 		case fetch.OK, fetch.Corrupt:
 			if pr.Batch != nil {

@@ -288,21 +288,25 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 					zap.Float64("records_per_second", float64(r.Records)/time.Since(began).Seconds()))
 			}
 		}
-		restored, res, err := Restore(ctx, m.cfg.Storage, p, m.cfg.Reader, progress)
+		// a store's changelog settles (see Restore), unless changes of
+		// its own are in the open transaction: they would hold it
+		_, table := m.cfg.Tables[name]
+		restored, res, err := Restore(ctx, m.cfg.Storage, p, m.cfg.Reader, !table && !p.HasStaged(), progress)
 		c.RestoreLeft.Add(-left)
 		if restored != nil {
 			ps.stores[name], p = restored, restored
 		}
 		if err == nil {
 			c.Restores.Add(1)
-			if _, table := m.cfg.Tables[name]; table && !res.Wiped && res.From > 0 {
+			if table && !res.Wiped && res.From > 0 {
 				return nil // a table's catch-up before a unit: not news
 			}
-			if res.Records > 0 || res.Wiped {
+			if res.Records > 0 || res.Wiped || res.Waited > 0 {
 				took := time.Since(began)
 				m.cfg.Log.Info("state: restored", zap.String("store", name), zap.Int32("partition", partition),
 					zap.Int64("from", res.From), zap.Int64("to", res.To), zap.Int64("records", res.Records),
 					zap.Int64("bytes", res.Bytes), zap.Bool("rebuilt", res.Wiped), zap.Duration("took", took),
+					zap.Duration("waited_for_open_transactions", res.Waited),
 					zap.Float64("records_per_second", float64(res.Records)/max(took.Seconds(), 1e-9)))
 			}
 			return nil

@@ -5,7 +5,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -20,11 +22,13 @@ type logRecord struct {
 	open    bool // in the open transaction
 }
 
-// fakeLog is a changelog partition read read_committed: records of the
-// open transaction are above the last stable offset, aborted ones are
-// skipped. It returns at most three records a read, to make restores take
-// several reads.
+// fakeLog is a changelog partition read read_committed: records from the
+// first one of an open transaction on are above the last stable offset,
+// aborted ones are skipped. It returns at most three records a read, to
+// make restores take several reads. mu guards recs for a test that ends
+// a transaction while a restore reads.
 type fakeLog struct {
+	mu       sync.Mutex
 	recs     []logRecord
 	logStart int64
 }
@@ -39,7 +43,9 @@ func (l *fakeLog) lso() int64 {
 }
 
 func (l *fakeLog) Read(_ context.Context, topic string, partition int32, offset int64) (Chunk, error) {
-	c := Chunk{End: l.lso(), LogStart: l.logStart, Next: offset}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := Chunk{End: l.lso(), HighWatermark: int64(len(l.recs)), LogStart: l.logStart, Next: offset}
 	if offset < l.logStart || offset > int64(len(l.recs)) {
 		return c, ErrOutOfRange
 	}
@@ -202,7 +208,7 @@ func TestPartitionModel(t *testing.T) {
 				if p, _, err = st.Open(id); err != nil {
 					t.Fatal(err)
 				}
-				if p, _, err = Restore(context.Background(), st, p, log, nil); err != nil {
+				if p, _, err = Restore(context.Background(), st, p, log, true, nil); err != nil {
 					t.Fatal(err)
 				}
 				view = log.fold()
@@ -215,4 +221,62 @@ func TestPartitionModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRestoreSettles: a transaction left open on the changelog (its
+// owner died in it) with changes another owner committed after it. A
+// table's catch-up stops at the last stable offset; a store's restore
+// (settle) waits for the open transaction to end and then has the later
+// owner's changes, not the state from before the open transaction.
+func TestRestoreSettles(t *testing.T) {
+	st := &Storage{Memory: true}
+	id := Identity{Group: "g", Store: "counts", Changelog: "g-counts-changelog", Partition: 0}
+	log := &fakeLog{recs: []logRecord{
+		{key: "a", value: []byte("1")},             // committed
+		{key: "a", value: []byte("9"), open: true}, // the dead owner's, open
+		{key: "a", value: []byte("2")},             // the next owner's, committed after it
+		{key: "b", value: []byte("1")},
+	}}
+	restore := func(settle bool) (map[string]string, Restored) {
+		p, _, err := st.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = st.Wipe(p) }()
+		p, res, err := Restore(context.Background(), st, p, log, settle, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		if err := p.Scan(nil, func(k, v []byte) error { m[string(k)] = string(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return m, res
+	}
+	if got, _ := restore(false); !maps.Equal(got, map[string]string{"a": "1"}) {
+		t.Errorf("without settling: %v, want the state before the open transaction", got)
+	}
+	done := make(chan map[string]string, 1)
+	var res Restored
+	go func() {
+		m, r := restore(true)
+		res = r
+		done <- m
+	}()
+	select {
+	case got := <-done:
+		t.Fatalf("the restore ended with %v while a transaction below the high watermark was open", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	log.mu.Lock()
+	log.recs[1].open, log.recs[1].aborted = false, true // the broker aborts it
+	log.mu.Unlock()
+	select {
+	case got := <-done:
+		if want := map[string]string{"a": "2", "b": "1"}; !maps.Equal(got, want) || res.Waited < 200*time.Millisecond || res.To != 4 {
+			t.Errorf("settled: %v, to %d, waited %v; want %v, to 4, waited 200ms or more", got, res.To, res.Waited, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the restore did not end once the open transaction was aborted")
+	}
 }

@@ -308,6 +308,14 @@ func (p *Partition) Stage() {
 	}
 }
 
+// HasStaged reports whether changes are staged: written to the
+// changelog in the open transaction, not applied yet.
+func (p *Partition) HasStaged() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.staged) > 0
+}
+
 // Commit applies the staged changes to pebble (their transaction
 // committed), with next as the new checkpoint when it is known (>= 0).
 func (p *Partition) Commit(next int64) error {

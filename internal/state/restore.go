@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/fencepost-dev/fencepost/internal/wait"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -20,10 +23,13 @@ type Chunk struct {
 	// Next is the offset to read from next: past the records and past
 	// any transaction markers the read skipped.
 	Next int64
-	// End is where the restore ends: the partition's last stable
-	// offset (never the high watermark: records above it may belong to
-	// a transaction that aborts).
+	// End is how far the committed records can be read: the
+	// partition's last stable offset (records above it belong to a
+	// transaction still open, which may abort).
 	End int64
+	// HighWatermark is the partition's high watermark; 0 when the
+	// reader does not know it (then a restore ends at End).
+	HighWatermark int64
 	// LogStart is the partition's first offset.
 	LogStart int64
 }
@@ -46,6 +52,9 @@ type Restored struct {
 	// Wiped: the checkpoint was outside the changelog (deleted or
 	// recreated, or truncated), so the local store was emptied first.
 	Wiped bool
+	// Waited is how long the restore waited for transactions open on
+	// the changelog to end (see Restore).
+	Waited time.Duration
 }
 
 // Restore brings p up to the changelog's last stable offset, from its
@@ -54,9 +63,24 @@ type Restored struct {
 // progress, if not nil, is called after each applied read. A checkpoint
 // outside the log (the changelog was recreated or truncated) empties the
 // store and restores from the log's start: the changelog is the truth.
-func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, progress func(Restored, int64)) (*Partition, Restored, error) {
+//
+// With settle, it restores every record committed below the high
+// watermark it finds at its start, waiting while a transaction open
+// there holds the last stable offset back: read_committed readers see
+// nothing past the first open transaction, and committed changes can
+// follow one. An owner killed in a transaction leaves it open until the
+// broker aborts it (transaction_timeout), while the partition's next
+// owner commits changes after it; a restore that stopped at the last
+// stable offset would miss those. Settle a store's changelog when this
+// member is its only writer (nothing of its own is in an open
+// transaction); a table's topic is not settled (its writers are the
+// application's, and a table only catches up).
+func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bool, progress func(Restored, int64)) (*Partition, Restored, error) {
 	res := Restored{From: p.Next(), To: p.Next()}
 	pos := p.Next()
+	target := int64(-1) // the high watermark at the start (settle)
+	var waitFrom time.Time
+	backoff := 10 * time.Millisecond
 	for {
 		c, err := r.Read(ctx, p.id.Changelog, p.id.Partition, pos)
 		if errors.Is(err, ErrOutOfRange) && !res.Wiped {
@@ -89,12 +113,33 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, progress 
 				progress(res, c.End)
 			}
 		}
-		if pos >= c.End {
+		if target < 0 {
+			target = c.HighWatermark
+		}
+		if pos < c.End {
+			if err := ctx.Err(); err != nil {
+				return p, res, err
+			}
+			continue
+		}
+		// at the last stable offset: done, unless a transaction that
+		// was open below the target still is
+		if !settle || c.End >= target || c.End >= c.HighWatermark {
+			if !waitFrom.IsZero() {
+				res.Waited = time.Since(waitFrom)
+			}
 			return p, res, nil
 		}
-		if err := ctx.Err(); err != nil {
-			return p, res, err
+		if waitFrom.IsZero() {
+			waitFrom = time.Now()
 		}
+		if progress != nil {
+			progress(res, target)
+		}
+		if !wait.For(ctx, backoff) {
+			return p, res, ctx.Err()
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
 	}
 }
 

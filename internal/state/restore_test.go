@@ -36,7 +36,7 @@ func TestRestoreLaterChangeWinsInOneRead(t *testing.T) {
 		return r
 	}
 	log := oneRead{rec("b", "1"), rec("a", "1"), rec("b", "-"), rec("c", "1"), rec("a", "2"), rec("c", "-"), rec("c", "3"), rec("a", "-")}
-	p, res, err := Restore(context.Background(), st, p, log, nil)
+	p, res, err := Restore(context.Background(), st, p, log, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
