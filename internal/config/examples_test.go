@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -36,6 +37,15 @@ func contractRegistry() *stages.Registry {
 		{Name: "produce", Options: []stages.OptionSpec{
 			{Name: "topic", Type: stages.TypeString, Required: true}, {Name: "key", Type: stages.TypeExpr},
 			{Name: "value", Type: stages.TypeExpr}, {Name: "headers", Type: stages.TypeStringMap},
+		}, New: build},
+		{Name: "aggregate", Options: []stages.OptionSpec{
+			{Name: "key", Type: stages.TypeExpr}, {Name: "repartition", Type: stages.TypeBool, Default: true},
+			{Name: "window", Type: stages.TypeStringMap}, {Name: "time", Type: stages.TypeExpr},
+			{Name: "fields", Type: stages.TypeStringMap, Required: true},
+			{Name: "emit", Type: stages.TypeString, Enum: []string{"on_update", "on_close"}},
+			{Name: "late", Type: stages.TypeString, Default: "drop", Enum: []string{"drop", "dead_letter"}},
+			{Name: "max_future", Type: stages.TypeDuration, Default: 24 * time.Hour},
+			{Name: "store", Type: stages.TypeString, Default: "aggregate"},
 		}, New: build},
 		{Name: "log", Options: printOpts, New: build},
 		{Name: "stdout", Options: printOpts, New: build},
