@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
-
-	"github.com/fencepost-dev/fencepost/internal/unsafeconv"
 )
 
 // parseJSON is what the json variable holds for v, worked out
@@ -331,17 +329,6 @@ func TestValueParsedOnce(t *testing.T) {
 	slots := make([]any, 2)
 	if !d.ProjectInto(v, NewFieldSet([]string{"n", "missing"}), slots, new(Boxer)) || slots[0] != 1000 || slots[1] != nil {
 		t.Fatalf("projected from the parsed value: %#v", slots)
-	}
-}
-
-// TestDocSize: a doc takes 56 bytes with the default build (its spans a
-// pointer and a 32-bit count), so slabs of them stay small.
-func TestDocSize(t *testing.T) {
-	if n := reflect.TypeFor[unsafeconv.Slice32[uint16]]().Size(); n != 16 {
-		t.Skipf("spans take %d bytes: not the default build on a 64-bit machine", n)
-	}
-	if n := reflect.TypeFor[Doc]().Size(); n != 56 {
-		t.Fatalf("a Doc is %d bytes, want 56", n)
 	}
 }
 

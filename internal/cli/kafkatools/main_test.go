@@ -2,6 +2,7 @@ package kafkatools
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -16,7 +17,12 @@ import (
 
 // TestMain checks that no test leaves a goroutine behind (the commands'
 // contract: they return once every goroutine they started has ended).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("FENCEPOST_HOLD_STORE"); dir != "" {
+		os.Exit(holdStoreProcess(dir)) // TestStateLocalInUse's other process
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The exit codes, as the tests name them.
 const (

@@ -168,7 +168,7 @@ func TestStateLocalInUse(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("another process", func(t *testing.T) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHoldStoreHelper$")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "FENCEPOST_HOLD_STORE="+dir)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -212,21 +212,19 @@ func TestStateLocalInUse(t *testing.T) {
 	}
 }
 
-// TestHoldStoreHelper is TestStateLocalInUse's other process: it holds
-// the store counts, partition 0, of the directory in
-// $FENCEPOST_HOLD_STORE open until its stdin closes.
-func TestHoldStoreHelper(t *testing.T) {
-	dir := os.Getenv("FENCEPOST_HOLD_STORE")
-	if dir == "" {
-		t.Skip("run by TestStateLocalInUse")
-	}
+// holdStoreProcess is TestStateLocalInUse's other process (TestMain runs it
+// when $FENCEPOST_HOLD_STORE is set): it holds the store counts,
+// partition 0, of that directory open until its stdin closes.
+func holdStoreProcess(dir string) int {
 	part, _, err := (&state.Storage{Dir: dir}).Open(state.Identity{Group: "g", Store: "counts", Changelog: state.ChangelogTopic("g", "counts")})
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	defer part.Close()
 	fmt.Println("held")
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	return 0
 }
 
 // TestStateChangelog: with --from changelog, get, scan and count fold the
