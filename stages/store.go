@@ -21,6 +21,12 @@ import (
 //     the partition sees what the previous owner wrote.
 //   - Read your writes: a Put or Delete is visible to the next Get or Scan
 //     in the same call and in every later call for the partition.
+//   - Failures: the writes of a Process call that fails are taken back
+//     before its records run again (alone, retried) or are dead-lettered,
+//     so a retried record does not count twice. A call that returns a
+//     *RecordErrors keeps its writes: the records it does not name count
+//     as finished and do not run again. Write nothing for a record you
+//     name in it.
 //   - Durability: every change is in the store's changelog topic
 //     (<group>-<name>-changelog) before the offsets of the records that
 //     caused it are committed (at_least_once), or in the same transaction

@@ -127,10 +127,7 @@ func (c *Chain) Run(ctx context.Context, records []stages.Record) ([]stages.Reco
 			if ctx.Err() != nil {
 				return nil, aborted(ctx)
 			}
-			var known *stages.RecordErrors
-			if re := (*stages.RecordErrors)(nil); errors.As(err, &re) && re.Consistent(len(in)) {
-				known = re
-			}
+			known := knownFailures(err, len(in))
 			var cause error
 			out, failedAt, cause, err = c.isolate(ctx, run, st, in, known, err, &deadLettered)
 			if err != nil {
@@ -370,9 +367,11 @@ func (c *Chain) attempt(ctx context.Context, st NamedStage, in []stages.Record) 
 
 // callStage runs one stage, turning a panic into an error. The state
 // changes of a call that fails are taken back (stateref.Journal): its
-// records run again, alone, or go to the dead-letter topic; but a call
-// that names its failed records (*stages.RecordErrors) keeps them, since
-// its other records count as finished.
+// records run again, alone, or go to the dead-letter topic. A call that
+// names its failed records (knownFailures) keeps its changes: the records
+// that did not fail count as finished, and run no more (their output is
+// taken from the error); the failed ones changed nothing (see
+// stages.Store).
 func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []stages.Record, err error) {
 	j := stateref.JournalOf(ctx)
 	if j != nil {
@@ -383,12 +382,7 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 			err = &stages.PanicError{Value: p, Stack: debug.Stack()}
 		}
 		if j != nil {
-			// A consistent *stages.RecordErrors finishes the records it
-			// does not fail: their writes stay (a stateful stage fails
-			// a record before writing for it). Any other error runs
-			// every record again: the call's writes are taken back.
-			var re *stages.RecordErrors
-			if err != nil && !(errors.As(err, &re) && re.Consistent(len(in))) {
+			if err != nil && knownFailures(err, len(in)) == nil {
 				j.Rollback()
 			} else {
 				j.Keep()
@@ -396,6 +390,18 @@ func callStage(ctx context.Context, s stages.Stage, in []stages.Record) (out []s
 		}
 	}()
 	return s.Process(ctx, in)
+}
+
+// knownFailures returns the *stages.RecordErrors of a failed call on n
+// records whose other records count as finished: a consistent one, not
+// marked unavailable (such a call is made again whole). nil otherwise:
+// every record of the call runs again.
+func knownFailures(err error, n int) *stages.RecordErrors {
+	var re *stages.RecordErrors
+	if errors.As(err, &re) && re.Consistent(n) && !stages.IsUnavailable(err) {
+		return re
+	}
+	return nil
 }
 
 // runState is what one Run knows of its source records: the records as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencepost-dev/fencepost/internal/stateref"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -249,6 +251,68 @@ func TestChainStopFinishesWhatCameBefore(t *testing.T) {
 			}
 			if !slices.Equal(append([]int64{}, last.offsets...), tt.wantLast) {
 				t.Fatalf("the last stage finished %v, want %v", last.offsets, tt.wantLast)
+			}
+		})
+	}
+}
+
+// countJournal is a stateref.Journal over a count per offset: a call's
+// writes are pending until Keep, and Rollback drops them.
+type countJournal struct {
+	counts, pending map[int64]int
+}
+
+func (j *countJournal) Begin()    { j.pending = map[int64]int{} }
+func (j *countJournal) Rollback() { j.pending = nil }
+func (j *countJournal) Keep() {
+	for o, n := range j.pending {
+		j.counts[o] += n
+	}
+	j.pending = nil
+}
+
+// TestChainKeepsStateOfFinishedRecords: a stateful stage's writes stay
+// exactly for the records that finished it, each once: a call that fails
+// as a whole is taken back (its records run again alone); a call that
+// names its failed records in a *stages.RecordErrors keeps the writes of
+// the others, whose output the chain takes from the error without running
+// them again; one marked unavailable is made again whole.
+func TestChainKeepsStateOfFinishedRecords(t *testing.T) {
+	flaky := errors.New("flaky")
+	for _, tt := range []struct {
+		name string
+		fail func(re *stages.RecordErrors) error // what a call that fails record 1 returns
+	}{
+		{name: "record errors", fail: func(re *stages.RecordErrors) error { return re }},
+		{name: "a plain error", fail: func(*stages.RecordErrors) error { return flaky }},
+		{name: "record errors marked unavailable", fail: func(re *stages.RecordErrors) error { return stages.Unavailable(re) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			j := &countJournal{counts: map[int64]int{}}
+			attempts := 0
+			counter := stages.StageFunc(func(_ context.Context, in []stages.Record) ([]stages.Record, error) {
+				attempts++
+				var re stages.RecordErrors
+				for i, r := range in {
+					if r.Offset == 1 && attempts == 1 {
+						re.Fail(i, flaky) // (no write for a record it fails)
+						continue
+					}
+					j.pending[r.Offset]++
+					re.Emit(i, r)
+				}
+				if re.Failed() {
+					return nil, tt.fail(&re)
+				}
+				return re.Out, nil
+			})
+			c := Chain{Stages: []NamedStage{{Name: "count", Stage: counter}}, Policy: FailurePolicy{Retries: 1, Backoff: time.Microsecond}, Log: nopLog()}
+			out, err := c.Run(stateref.WithJournal(context.Background(), j), records(0, 1, 2))
+			if err != nil || !slices.Equal(offsetsOf(out), []int64{0, 1, 2}) {
+				t.Fatalf("Run = %v, %v; want every record out", offsetsOf(out), err)
+			}
+			if want := map[int64]int{0: 1, 1: 1, 2: 1}; !maps.Equal(j.counts, want) {
+				t.Fatalf("the stage's kept writes count %v, want each record once %v", j.counts, want)
 			}
 		})
 	}
