@@ -126,6 +126,11 @@ type runObs struct {
 	// dead-letter writes that failed and are retried: the partition
 	// waits for those too).
 	outages int
+	// kept are the source records whose state change the stateful stage
+	// kept this run (its call returned them as finished), and
+	// stateDelta what those changes added, by key (see stateWorld).
+	kept       map[source]bool
+	stateDelta map[string]int64
 }
 
 type rpUnit struct {
@@ -144,7 +149,10 @@ type rpModel struct {
 	concurrency int
 	// world is the transactional world (nil: at-least-once); see
 	// recordpath_txn_model_test.go
-	world       *txnWorld
+	world *txnWorld
+	// state is the keyed state of the stateful stage (nil: no state);
+	// see recordpath_state_model_test.go
+	state       *stateWorld
 	sched       *process.Scheduler
 	chain       process.Chain
 	keyOrdering bool
@@ -206,11 +214,11 @@ type keyRef struct {
 	key string
 }
 
-func newRPModel(t *rapid.T) *rpModel { return newRPModelWith(t, nil) }
+func newRPModel(t *rapid.T) *rpModel { return newRPModelWith(t, nil, false) }
 
 // newRPModelWith returns the record-path model, transactional if world
-// is not nil.
-func newRPModelWith(t *rapid.T, world *txnWorld) *rpModel {
+// is not nil, with a stateful first stage if stateful (see stateWorld).
+func newRPModelWith(t *rapid.T, world *txnWorld, stateful bool) *rpModel {
 	cfg := coordinatorConfig{
 		policy:            offsetstore.ResetPolicy(rapid.IntRange(0, 1).Draw(t, "policy")), // earliest or latest
 		validate:          rapid.Bool().Draw(t, "validate"),
@@ -250,6 +258,9 @@ func newRPModelWith(t *rapid.T, world *txnWorld) *rpModel {
 		checked:     map[offsets.RequestID]bool{},
 		ownedSince:  map[offsetstore.TopicPartition]offsets.Generation{},
 	}
+	if stateful {
+		m.keyOrdering = false // a stateful pipeline orders by partition
+	}
 	m.concurrency = rapid.IntRange(1, 3).Draw(t, "concurrency")
 	m.sched = process.NewScheduler(m.concurrency, m.keyOrdering)
 	var named []process.NamedStage
@@ -283,6 +294,9 @@ func newRPModelWith(t *rapid.T, world *txnWorld) *rpModel {
 		m.committed[tp] = -1
 	}
 	m.h.leaders(map[offsetstore.TopicPartition]int32{rpTPs[0]: 1, rpTPs[1]: 2})
+	if stateful {
+		m.state = newStateWorld(m)
+	}
 	return m
 }
 
@@ -362,6 +376,11 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 	}
 	var re stages.RecordErrors
 	hang := false
+	// stage 1 keeps a counter per key (nil: no state)
+	var sc *stateCall
+	if s.k == 1 && m.state != nil {
+		sc = m.state.call(ctx, obs)
+	}
 	for i, r := range in {
 		src := sourceOf(r)
 		p := m.plan(s.k, src)
@@ -375,15 +394,19 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 		switch p.fate {
 		case fatePass:
 			re.Emit(i, d)
+			sc.add(r)
 		case fateDrop:
+			sc.add(r)
 		case fateEmit2:
 			re.Emit(i, d)
 			re.Emit(i, d)
+			sc.add(r)
 		case fateTransient:
 			if obs.attemptsTP[ak] <= p.n {
 				re.Fail(i, errors.New("transient failure"))
 			} else {
 				re.Emit(i, d)
+				sc.add(r)
 			}
 		case fatePermanent:
 			re.Fail(i, stages.Permanent(errors.New("permanent failure")))
@@ -417,6 +440,9 @@ func (s *scriptStage) Process(ctx context.Context, in []stages.Record) ([]stages
 			obs.emitted[s.k][sourceOf(r)]++
 		}
 	}
+	// the records that did not fail count as finished: their state
+	// changes stay (see stages.Store)
+	sc.keep()
 	if re.Failed() {
 		return nil, &re
 	}
@@ -810,7 +836,7 @@ func (m *rpModel) RunUnit(t *rapid.T) {
 
 func (m *rpModel) runUnit(r *rpUnit) {
 	recordPathSteps.Add(1)
-	obs := &runObs{attemptsTP: map[string]int{}, deadSources: map[source]bool{}}
+	obs := &runObs{attemptsTP: map[string]int{}, deadSources: map[source]bool{}, kept: map[source]bool{}, stateDelta: map[string]int64{}}
 	for range m.nStages + 1 {
 		obs.emitted = append(obs.emitted, map[source]int{})
 		obs.consumed = append(obs.consumed, map[source]int{})
@@ -831,8 +857,16 @@ func (m *rpModel) runUnit(r *rpUnit) {
 	if m.world != nil {
 		m.world.startRun(r.canceled)
 	}
-	_, r.err = m.chain.Run(ctx, recs)
+	// as process.Step's worker does: within the partition's state, if any
+	var us process.UnitState
+	if m.state != nil {
+		ctx, us = m.state.startRun(ctx)
+	}
+	r.err = process.RunUnit(ctx, &m.chain, us, r.u)
 	r.executed = true
+	// a unit whose state could not be readied or written finishes
+	// nothing (process.RunUnit stops it, or leaves it unfinished)
+	stateFailed := m.state != nil && m.state.endRun()
 	// (a canceled unit's chain ends at its first failure: it waits for
 	// nothing)
 	if m.waiting != 0 || (!r.canceled && (obs.outages > 0) != (m.waitsSeen > waitsBefore)) {
@@ -852,12 +886,15 @@ func (m *rpModel) runUnit(r *rpUnit) {
 				break
 			}
 		}
-		if done && !r.canceled {
+		if done && !r.canceled && !stateFailed {
 			m.completed[s] = true
 			if m.world != nil {
 				m.world.finished(m, s)
 			}
 		}
+	}
+	if m.state != nil {
+		m.state.afterRun(recs, r.err, stateFailed || r.canceled)
 	}
 }
 
@@ -1079,6 +1116,9 @@ func (m *rpModel) Check(t *rapid.T) {
 	}
 	if m.world != nil {
 		m.checkTxn(t)
+	}
+	if m.state != nil {
+		m.state.check(t)
 	}
 }
 

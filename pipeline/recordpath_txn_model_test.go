@@ -81,7 +81,7 @@ import (
 func TestRecordPathTxnStateMachine(t *testing.T) {
 	var total txnStats
 	checkStateMachine(t, &recordPathSteps, 2_000, func(rt *rapid.T) {
-		m := &rpTxnModel{newRPModelWith(rt, newTxnWorld())}
+		m := &rpTxnModel{newRPModelWith(rt, newTxnWorld(), false)}
 		defer func() { total.add(m.world.stats, m.h.c.stats.txnAborts.Load()) }()
 		for range txnModelRounds {
 			rt.Repeat(rapid.StateMachineActions(m))
@@ -158,12 +158,14 @@ var errTxnAbortable = errors.New("transaction is abortable: a produce that may h
 var partialSource = source{offsetstore.TopicPartition{Topic: "r", Partition: 0}, 1 << 40}
 
 // txnWrite is one entry of the open transaction: an output (or dead
-// letter) of a source record, or the mark that the source record finished
-// every stage in that run.
+// letter) of a source record, the mark that the source record finished
+// every stage in that run, or (kept) the mark that the stateful stage
+// kept its state change in that run (stateWorld).
 type txnWrite struct {
 	src  source
 	run  int
 	done bool
+	kept bool
 }
 
 // txnWorld is the fake transactional world: one producer (for the run:
@@ -183,6 +185,13 @@ type txnWorld struct {
 	// committed transaction.
 	committedRuns map[source]int
 	committedDone map[source]bool
+	// committedKept counts, per source record, the committed runs that
+	// kept its state change (stateWorld).
+	committedKept map[source]int
+	// onEnd, if set, is told when the open transaction ends: committed,
+	// or aborted (by the coordinator, the broker, or a new process's
+	// producer).
+	onEnd func(committed bool)
 	// repeatable are source records a seek sent back to be processed
 	// again; handedEnd is per partition the end of what was handed to
 	// processing in this coordinator's life.
@@ -193,7 +202,7 @@ type txnWorld struct {
 }
 
 func newTxnWorld() *txnWorld {
-	return &txnWorld{committedRuns: map[source]int{}, committedDone: map[source]bool{}, repeatable: map[source]bool{},
+	return &txnWorld{committedRuns: map[source]int{}, committedDone: map[source]bool{}, committedKept: map[source]int{}, repeatable: map[source]bool{},
 		handedEnd: map[offsetstore.TopicPartition]int64{}}
 }
 
@@ -237,6 +246,7 @@ func (w *txnWorld) finished(m *rpModel, s source) {
 // commit commits the open transaction with req's offsets, atomically.
 func (w *txnWorld) commit(m *rpModel, req offsets.CommitRequest) {
 	runs := map[source]map[int]bool{}
+	kept := map[source]map[int]bool{}
 	for _, p := range w.pending {
 		if runs[p.src] == nil {
 			runs[p.src] = map[int]bool{}
@@ -245,9 +255,18 @@ func (w *txnWorld) commit(m *rpModel, req offsets.CommitRequest) {
 		if p.done {
 			w.committedDone[p.src] = true
 		}
+		if p.kept {
+			if kept[p.src] == nil {
+				kept[p.src] = map[int]bool{}
+			}
+			kept[p.src][p.run] = true
+		}
 	}
 	for s, rs := range runs {
 		w.committedRuns[s] += len(rs)
+	}
+	for s, rs := range kept {
+		w.committedKept[s] += len(rs)
 	}
 	w.pending = nil
 	for i := 0; i < req.Len(); i++ {
@@ -255,10 +274,16 @@ func (w *txnWorld) commit(m *rpModel, req offsets.CommitRequest) {
 		m.committed[e.Partition] = e.Offset
 	}
 	w.stats.commits++
+	if w.onEnd != nil {
+		w.onEnd(true)
+	}
 }
 
 // abort discards the open transaction and opens the next.
 func (w *txnWorld) abort() {
+	if w.onEnd != nil {
+		w.onEnd(false)
+	}
 	w.pending = nil
 	w.abortable, w.silentAbort = false, false
 	w.stats.aborts++
@@ -341,17 +366,21 @@ func (m *rpModel) answerTxnCommit(outcome int) {
 		err = fmt.Errorf("%w: the outcome of EndTxn is unknown", offsets.ErrTransactionFailed)
 	case job.Abort:
 		w.abort()
+		m.stateAborted()
 	case job.Request.Generation() != st.gen:
 		err = fmt.Errorf("%w: request of generation %d, store of generation %d", offsets.ErrStaleGeneration, job.Request.Generation(), st.gen)
 	case st.fenced || outcome == txnOutcomeFenced:
 		st.Fence()
 		w.abort()
+		m.stateAborted()
 		err = fmt.Errorf("%w: %w", offsets.ErrTransactionAborted, offsets.ErrGenerationEnded)
 	case w.abortable || outcome == txnOutcomeAborted:
 		w.abort()
+		m.stateAborted()
 		err = fmt.Errorf("%w: CONCURRENT_TRANSACTIONS past the retries", offsets.ErrTransactionAborted)
 	default:
 		w.commit(m, job.Request)
+		m.stateCommitted()
 	}
 	m.h.send(&commit.Result{Request: job.Request, Err: err})
 	m.afterStep()
@@ -407,6 +436,9 @@ func (m *rpTxnModel) BrokerAborts(t *rapid.T) {
 	tell := rapid.Bool().Draw(t, "producer learns at once")
 	m.beforeStep()
 	w.stats.brokerAborts++
+	if w.onEnd != nil {
+		w.onEnd(false)
+	}
 	w.pending = nil
 	w.abortable = true
 	if tell {
@@ -425,7 +457,10 @@ var errTxnBrokerAborted = errors.New("INVALID_PRODUCER_EPOCH: the broker aborted
 // flight are gone; what was committed stays. A commit in flight may have
 // reached the transaction coordinator first. A new process starts (a
 // new generation) with some partitions, from the committed offsets.
-func (m *rpTxnModel) Crash(t *rapid.T) {
+func (m *rpTxnModel) Crash(t *rapid.T) { m.crashNow(t) }
+
+// crashNow is the Crash action of the models that have one.
+func (m *rpModel) crashNow(t *rapid.T) {
 	if rapid.IntRange(0, 9).Draw(t, "crash now") != 0 {
 		return // rarer than the other actions (not a skip: too many end the run)
 	}
@@ -444,17 +479,34 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 	w := m.world
 	if len(m.h.commits) > 0 {
 		job := m.h.commits[0]
-		st := job.Store.(*txnFakeStore)
-		if !job.Abort && !w.failed && !w.abortable && !st.fenced && rapid.Bool().Draw(t, "commit in flight landed") {
+		if w == nil {
+			if rapid.Bool().Draw(t, "commit in flight landed") && job.Store.Commit(context.Background(), job.Request) == nil {
+				for i := 0; i < job.Request.Len(); i++ {
+					e := job.Request.At(i)
+					m.committed[e.Partition] = e.Offset
+				}
+			}
+		} else if st := job.Store.(*txnFakeStore); !job.Abort && !w.failed && !w.abortable && !st.fenced &&
+			rapid.Bool().Draw(t, "commit in flight landed") {
 			w.commit(m, job.Request)
 			m.checkTxn(t)
 		}
 	}
-	w.stats.crashes++
-	w.stats.coordAborts += m.h.c.stats.txnAborts.Load()
-	// the new process's producer fences the old one, whose open
-	// transaction is aborted
-	w.pending, w.abortable, w.failed, w.silentAbort = nil, false, false, false
+	if w != nil {
+		w.stats.crashes++
+		w.stats.coordAborts += m.h.c.stats.txnAborts.Load()
+		// the new process's producer fences the old one, whose open
+		// transaction is aborted
+		if w.onEnd != nil {
+			w.onEnd(false)
+		}
+		w.pending, w.abortable, w.failed, w.silentAbort = nil, false, false, false
+	}
+	if m.state != nil {
+		// the stores are closed with the process; the new one opens
+		// them again (or finds its local files gone) and restores
+		m.state.crash(t)
+	}
 	for _, s := range m.stores {
 		s.Fence()
 	}
@@ -468,7 +520,9 @@ func (m *rpModel) crash(t *rapid.T, tps []offsetstore.TopicPartition) {
 	clear(m.seekFence)
 	clear(m.ownedSince)
 	clear(m.checked)
-	clear(w.handedEnd)
+	if w != nil {
+		clear(w.handedEnd)
+	}
 	m.noticesAt = 0
 	m.active, m.revokeDone = false, nil
 	if len(tps) > 0 {

@@ -344,7 +344,7 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 	sf, err := fetch.NewFetcher(fetch.Config{
 		Dialer: r.conn.fetchDialer(), Brokers: brokers,
 		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: 1,
-		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: true,
+		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: changelogReadCommitted,
 	})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -85,29 +86,48 @@ func (r *changelogReader) Read(ctx context.Context, topic string, partition int3
 		s := r.stream(leader)
 		res := s.Fetch(ctx, req)
 		r.done(leader, s)
-		pr := res.Partitions[0]
-		c := state.Chunk{Next: pr.Next, End: pr.LastStable, HighWatermark: max(pr.HighWatermark, 0), LogStart: pr.LogStart}
-		switch pr.Outcome {
-		case fetch.OK, fetch.Corrupt:
-			if pr.Batch != nil {
-				c.Records = pr.Batch.Records()
-			}
-			if pr.Outcome == fetch.Corrupt && pr.Batch == nil {
-				return c, fmt.Errorf("changelog partition %s at offset %d: %w", tp, offset, pr.Err)
-			}
-			if c.End < 0 {
-				return c, stages.Unavailable(fmt.Errorf("changelog partition %s: the broker did not say its last stable offset", tp))
-			}
-			return c, nil
-		case fetch.OffsetOutOfRange:
-			return c, fmt.Errorf("changelog partition %s at offset %d: %w", tp, offset, state.ErrOutOfRange)
-		case fetch.NotLeader:
-			if refresh {
-				return c, stages.Unavailable(fmt.Errorf("changelog partition %s: %w", tp, pr.Err))
-			}
-		default:
-			return c, stages.Unavailable(fmt.Errorf("changelog partition %s: %w", tp, pr.Err))
+		c, err := changelogChunk(tp, offset, res.Partitions[0])
+		if errors.Is(err, errChangelogNotLeader) && !refresh {
+			continue // route it again
 		}
+		return c, err
+	}
+}
+
+// changelogReadCommitted is the isolation of the fetcher restores read
+// changelogs with: read_committed, so the records of aborted and open
+// transactions never reach a store.
+const changelogReadCommitted = true
+
+// errChangelogNotLeader: the broker asked does not lead the changelog
+// partition (Read routes it again once).
+var errChangelogNotLeader = errors.New("not the changelog partition's leader")
+
+// changelogChunk turns the answer of a read_committed fetch of a
+// changelog partition at offset into what a restore reads: the committed
+// records, where to read next, and the last stable offset as the
+// restore's end (never the high watermark: records above the last stable
+// offset may belong to a transaction that aborts).
+func changelogChunk(tp offsetstore.TopicPartition, offset int64, pr fetch.PartitionResult) (state.Chunk, error) {
+	c := state.Chunk{Next: pr.Next, End: pr.LastStable, HighWatermark: max(pr.HighWatermark, 0), LogStart: pr.LogStart}
+	switch pr.Outcome {
+	case fetch.OK, fetch.Corrupt:
+		if pr.Batch != nil {
+			c.Records = pr.Batch.Records()
+		}
+		if pr.Outcome == fetch.Corrupt && pr.Batch == nil {
+			return c, fmt.Errorf("changelog partition %s at offset %d: %w", tp, offset, pr.Err)
+		}
+		if c.End < 0 {
+			return c, stages.Unavailable(fmt.Errorf("changelog partition %s: the broker did not say its last stable offset", tp))
+		}
+		return c, nil
+	case fetch.OffsetOutOfRange:
+		return c, fmt.Errorf("changelog partition %s at offset %d: %w", tp, offset, state.ErrOutOfRange)
+	case fetch.NotLeader:
+		return c, stages.Unavailable(fmt.Errorf("changelog partition %s: %w: %w", tp, errChangelogNotLeader, pr.Err))
+	default:
+		return c, stages.Unavailable(fmt.Errorf("changelog partition %s: %w", tp, pr.Err))
 	}
 }
 

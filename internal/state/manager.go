@@ -70,6 +70,10 @@ type Counters struct {
 	// Restored counts the changelog records and bytes (keys and values)
 	// restored; Restores the restores that ended.
 	Restored, RestoredBytes, Restores atomic.Int64
+	// Rebuilt counts the restores that wiped a local store first (empty
+	// of a checkpoint, foreign or corrupt) and so read the whole
+	// changelog.
+	Rebuilt atomic.Int64
 	// Changes counts the changes written to changelogs.
 	Changes atomic.Int64
 }
@@ -298,6 +302,9 @@ func (m *Manager) restore(ctx context.Context, ps *partState, name string, parti
 		}
 		if err == nil {
 			c.Restores.Add(1)
+			if res.Wiped {
+				c.Rebuilt.Add(1)
+			}
 			if table && !res.Wiped && res.From > 0 {
 				return nil // a table's catch-up before a unit: not news
 			}

@@ -232,9 +232,17 @@ func (p *Step) chainOf(u *Unit) *Chain {
 // runUnit runs u through the chain, within its partition's state when
 // the pipeline has state.
 func (p *Step) runUnit(ctx context.Context, u *Unit) error {
-	st := p.cfg.State
+	return RunUnit(ctx, p.chainOf(u), p.cfg.State, u)
+}
+
+// RunUnit runs u through chain within its partition's state (st; nil
+// without state): st.Begin before the chain, st.End after. It is what a
+// Step's worker does with a unit the Scheduler handed out, for those who
+// drive a Scheduler themselves (the record-path models); its error is the
+// unit's result for Scheduler.Finish.
+func RunUnit(ctx context.Context, chain *Chain, st UnitState, u *Unit) error {
 	if st == nil {
-		_, err := p.chainOf(u).Run(ctx, u.Records())
+		_, err := chain.Run(ctx, u.Records())
 		return err
 	}
 	b := u.pieces[0].job.batch
@@ -247,7 +255,7 @@ func (p *Step) runUnit(ctx context.Context, u *Unit) error {
 	if err != nil {
 		return stateFailed(ctx, first, err)
 	}
-	_, err = p.chainOf(u).Run(cctx, u.Records())
+	_, err = chain.Run(cctx, u.Records())
 	var stop *stages.StoppedError
 	finished := err == nil || (errors.As(err, &stop) && stop.Offset > first)
 	if eerr := st.End(ctx, tp, finished); eerr != nil && finished {
