@@ -168,4 +168,4 @@ func (g *GlobalTable) Put([]byte, []byte) error {
 func (g *GlobalTable) Delete([]byte) error { return g.Put(nil, nil) }
 
 // Close closes the local store, keeping its files.
-func (g *GlobalTable) Close() error { return g.db.Close() }
+func (g *GlobalTable) Close() error { return closeFlushed(g.db) }

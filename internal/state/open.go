@@ -25,6 +25,12 @@ type Storage struct {
 	// Cache is pebble's block cache, shared by every store (nil: pebble's
 	// own small default per store).
 	Cache *pebble.Cache
+	// WriteBufferBytes is how large one store partition's memtable grows
+	// (pebble's MemTableSize; from 256 KiB, doubling as it fills):
+	// writes and restores go to disk in sorted files of about this size.
+	// A store partition written fast holds up to twice this (one
+	// memtable filling, one being flushed). 0: DefaultWriteBufferBytes.
+	WriteBufferBytes int64
 	// Log, if set, gets pebble's error messages.
 	Log func(msg string)
 
@@ -89,7 +95,7 @@ func (s *Storage) open(id Identity, wipe bool) (*Partition, Opened, error) {
 	got, closer, err := db.Get(identityKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		if err := db.Set(identityKey, id.encode(), pebble.Sync); err != nil {
+		if err := db.Set(identityKey, id.encode(), pebble.NoSync); err != nil {
 			_ = db.Close()
 			return nil, Opened{}, p.ioError("writing", err)
 		}
@@ -135,7 +141,7 @@ func (s *Storage) openDB(dir string) (*pebble.DB, error) {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return pebble.Open(dir, &pebble.Options{FS: fs, Cache: s.Cache, Logger: s.logger()})
+	return pebble.Open(dir, s.options(fs))
 }
 
 // logger is pebble's logger: its errors go to Log (when set), its
@@ -170,8 +176,19 @@ func (s *Storage) Wipe(p *Partition) error {
 }
 
 // Close closes p, keeping its local files (and its applied state): the
-// changes not applied are dropped.
+// changes not applied are dropped, the applied ones flushed to disk (the
+// stores keep no write-ahead log: see options).
 func (p *Partition) Close() error {
 	p.Discard()
-	return p.db.Close()
+	return closeFlushed(p.db)
+}
+
+// closeFlushed flushes db's memtables to disk and closes it: without a
+// write-ahead log, what a store has not flushed is gone at a close.
+func closeFlushed(db *pebble.DB) error {
+	ferr := db.Flush()
+	if err := db.Close(); err != nil {
+		return err
+	}
+	return ferr
 }
