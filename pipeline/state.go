@@ -42,8 +42,8 @@ type StateConfig struct {
 	CacheBytes ByteSize `yaml:"cache_bytes"`
 	// WriteBufferBytes is how large one store partition's memtable grows
 	// (from 256 KiB, doubling as it fills); a store partition written
-	// fast holds up to twice this. Larger: faster writes and restores
-	// (fewer, larger sorted files to merge), more memory. Default 32 MiB.
+	// fast holds up to twice this. Larger: faster writes
+	// (fewer, larger sorted files to merge), more memory. Default 16 MiB.
 	WriteBufferBytes ByteSize `yaml:"write_buffer_bytes"`
 }
 

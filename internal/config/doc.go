@@ -25,7 +25,7 @@
 //	  dir: /var/lib/fencepost/state   # default: fencepost/<group> under $XDG_STATE_HOME or ~/.local/state
 //	  store: disk          # or memory
 //	  cache_bytes: 64MiB
-//	  write_buffer_bytes: 32MiB
+//	  write_buffer_bytes: 16MiB
 //	http:                  # /metrics and /healthz
 //	  address: 127.0.0.1:9464   # the default; "" or off disables
 //	log:

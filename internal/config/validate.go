@@ -100,7 +100,7 @@ var validateHints = map[string]string{
 	"guarantee":                   "use at_least_once (the default) or exactly_once",
 	"state.store":                 "use disk (the default: pebble under state.dir) or memory (nothing kept across restarts)",
 	"state.cache_bytes":           "write a size such as 64MiB, or leave it out for 64MiB",
-	"state.write_buffer_bytes":    "write a size from 256KiB to 1GiB, or leave it out for 32MiB",
+	"state.write_buffer_bytes":    "write a size from 256KiB to 1GiB, or leave it out for 16MiB",
 	"transaction_timeout": "write a duration of at least 1s and at most the brokers' transaction.max.timeout.ms " +
 		"(15m by default), or leave it out for 10s",
 	"kafka.partitioner": "use murmur2 (the default: where Java clients put a key), fnv1a (kafka-go's Hash balancer, " +

@@ -17,9 +17,15 @@ import (
 // that keeps what was synced and, at random, some of what was not, taken
 // while the store is open and being written (rapid prints the seed of a
 // failure).
+//
+// A restore applies in batches or, above bulkBatchBytes, in sorted tables
+// pebble ingests: small limits here take both paths.
 func TestCrashLeavesAnEarlierCheckpoint(t *testing.T) {
 	recs := restoreLog(20_000) // unique keys: the fold of a prefix is that prefix
+	defer func(b, bb int) { bulkBytes, bulkBatchBytes = b, bb }(bulkBytes, bulkBatchBytes)
 	rapid.Check(t, func(t *rapid.T) {
+		bulkBytes = rapid.IntRange(1, 1<<20).Draw(t, "bulkBytes")
+		bulkBatchBytes = rapid.IntRange(0, 256<<10).Draw(t, "bulkBatchBytes")
 		fs := vfs.NewCrashableMem()
 		st := &Storage{Memory: true, WriteBufferBytes: 256 << 10}
 		st.memOnce.Do(func() { st.memfs = fs })

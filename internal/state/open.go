@@ -72,7 +72,8 @@ func (s *Storage) Open(id Identity) (*Partition, Opened, error) { return s.open(
 // empty is an error).
 func (s *Storage) open(id Identity, wipe bool) (*Partition, Opened, error) {
 	dir := s.path(id)
-	db, err := s.openDB(dir)
+	opts := s.options(s.fs())
+	db, err := s.openDB(dir, opts)
 	switch {
 	case err != nil && isLocked(err):
 		// another processor's: never wipe it under it
@@ -91,7 +92,7 @@ func (s *Storage) open(id Identity, wipe bool) (*Partition, Opened, error) {
 		p, _, err2 := s.open(id, false)
 		return p, Opened{Reason: "corrupt", Detail: err.Error()}, err2
 	}
-	p := &Partition{id: id, db: db, dirty: map[string]change{}, next: -1}
+	p := &Partition{id: id, db: db, fs: s.fs(), dir: dir, opts: opts, dirty: map[string]change{}, next: -1}
 	got, closer, err := db.Get(identityKey)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -136,12 +137,11 @@ func (s *Storage) open(id Identity, wipe bool) (*Partition, Opened, error) {
 	return p, Opened{}, nil
 }
 
-func (s *Storage) openDB(dir string) (*pebble.DB, error) {
-	fs := s.fs()
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+func (s *Storage) openDB(dir string, opts *pebble.Options) (*pebble.DB, error) {
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return pebble.Open(dir, s.options(fs))
+	return pebble.Open(dir, opts)
 }
 
 // logger is pebble's logger: its errors go to Log (when set), its

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/fencepost-dev/fencepost/stages"
 )
@@ -43,6 +44,11 @@ type change struct {
 type Partition struct {
 	id Identity
 	db *pebble.DB
+	// fs, dir and opts are where the store lives and how it was opened,
+	// for the sorted tables a restore writes (bulk.go).
+	fs   vfs.FS
+	dir  string
+	opts *pebble.Options
 
 	mu sync.Mutex
 	// dirty are the changes of the calls since the last Flush or Stage.

@@ -1,14 +1,10 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/fencepost-dev/fencepost/internal/wait"
 
@@ -81,10 +77,19 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 	target := int64(-1) // the high watermark at the start (settle)
 	var waitFrom time.Time
 	backoff := 10 * time.Millisecond
+	var b bulk
+	// flush applies what was gathered, up to pos
+	flush := func() error {
+		if len(b.ents) == 0 && pos == p.Next() {
+			return nil
+		}
+		return p.applyBulk(ctx, &b, pos)
+	}
 	for {
 		c, err := r.Read(ctx, p.id.Changelog, p.id.Partition, pos)
 		if errors.Is(err, ErrOutOfRange) && !res.Wiped {
 			// the store is ahead of or behind the log: rebuild it
+			b.reset()
 			id := p.id
 			if err := st.Wipe(p); err != nil {
 				return nil, res, fmt.Errorf("state store %s, partition %d: removing the local store whose checkpoint %d is outside the changelog: %w", id.Store, id.Partition, pos, err)
@@ -93,22 +98,29 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 				return nil, res, err
 			}
 			res.Wiped, pos = true, max(c.LogStart, 0)
-			res.From = pos
+			res.From, res.To = pos, pos
 			continue
 		}
 		if err != nil {
+			// what was read is good: keep it
+			if ferr := flush(); ferr != nil {
+				return p, res, ferr
+			}
 			return p, res, fmt.Errorf("state store %s, partition %d: restoring from %s at offset %d: %w",
 				p.id.Store, p.id.Partition, p.id.Changelog, pos, err)
 		}
 		if len(c.Records) > 0 || c.Next > pos {
-			if err := p.load(c.Records, c.Next); err != nil {
-				return p, res, err
-			}
+			b.add(c.Records)
 			for i := range c.Records {
 				res.Bytes += int64(len(c.Records[i].Key) + len(c.Records[i].Value))
 			}
 			res.Records += int64(len(c.Records))
 			pos, res.To = c.Next, c.Next
+			if b.size() >= bulkBytes {
+				if err := flush(); err != nil {
+					return p, res, err
+				}
+			}
 			if progress != nil {
 				progress(res, c.End)
 			}
@@ -118,9 +130,13 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 		}
 		if pos < c.End {
 			if err := ctx.Err(); err != nil {
+				_ = flush()
 				return p, res, err
 			}
 			continue
+		}
+		if err := flush(); err != nil {
+			return p, res, err
 		}
 		// at the last stable offset: done, unless a transaction that
 		// was open below the target still is
@@ -141,47 +157,4 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-}
-
-// load applies restored records (latest wins; a nil value deletes) and
-// the checkpoint next in one atomic write.
-//
-// The batch holds the records in key order (a stable sort: of two changes
-// of one key the later stays later, and wins): pebble inserts a batch
-// into its memtable's skiplist in the batch's order, remembering where
-// the previous key went, so keys in order are each found from there
-// rather than from the top of the skiplist. A changelog's keys come in no
-// order, and in that order the search was the largest cost of a restore
-// after compaction (bench/README.md, "Restore").
-func (p *Partition) load(recs []stages.Record, next int64) error {
-	order := make([]int32, len(recs))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(a, b int32) int { return bytes.Compare(recs[a].Key, recs[b].Key) })
-	b := p.db.NewBatch()
-	defer b.Close()
-	var k []byte
-	for _, i := range order {
-		k = append(append(k[:0], userPrefix), recs[i].Key...)
-		var err error
-		if recs[i].Value == nil {
-			err = b.Delete(k, nil)
-		} else {
-			err = b.Set(k, recs[i].Value, nil)
-		}
-		if err != nil {
-			return p.ioError("restoring into", err)
-		}
-	}
-	var cp [8]byte
-	putOffset(cp[:], next)
-	if err := b.Set(checkpointKey, cp[:], nil); err != nil {
-		return p.ioError("restoring into", err)
-	}
-	if err := p.db.Apply(b, pebble.NoSync); err != nil {
-		return p.ioError("restoring into", err)
-	}
-	p.next = next
-	return nil
 }

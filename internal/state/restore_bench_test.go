@@ -56,7 +56,7 @@ func BenchmarkRestore(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		st := &Storage{Dir: b.TempDir()}
+		st := &Storage{Dir: b.TempDir(), WriteBufferBytes: benchWriteBuffer}
 		p, _, err := st.Open(Identity{Group: "g", Store: "s", Changelog: "g-s-changelog"})
 		if err != nil {
 			b.Fatal(err)
@@ -89,3 +89,6 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// benchWriteBuffer is BenchmarkRestore's Storage.WriteBufferBytes.
+var benchWriteBuffer int64 = DefaultWriteBufferBytes

@@ -18,10 +18,22 @@ func (r oneRead) Read(_ context.Context, _ string, _ int32, offset int64) (Chunk
 	return Chunk{Records: r[offset:], Next: end, End: end}, nil
 }
 
-// TestRestoreLaterChangeWinsInOneRead: load sorts a read's records by key
-// before applying them; of several changes of one key in one read, the
-// last in the changelog still wins, a tombstone included.
+// TestRestoreLaterChangeWinsInOneRead: a restore sorts what it read by
+// key before applying it; of several changes of one key, the last in the
+// changelog still wins, a tombstone included, in a batch and in a table.
 func TestRestoreLaterChangeWinsInOneRead(t *testing.T) {
+	for _, table := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "table"}[table], func(t *testing.T) {
+			if table { // every restore's write a sorted table ingested
+				defer func(bb int) { bulkBatchBytes = bb }(bulkBatchBytes)
+				bulkBatchBytes = 0
+			}
+			laterChangeWins(t)
+		})
+	}
+}
+
+func laterChangeWins(t *testing.T) {
 	st := &Storage{Memory: true}
 	p, _, err := st.Open(Identity{Group: "g", Store: "s", Changelog: "g-s-changelog"})
 	if err != nil {
