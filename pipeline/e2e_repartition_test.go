@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,47 @@ func TestTopology(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("topology:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestRunLogsTopology: Run logs the topology before it connects, a line
+// per segment with its sources, stages, stores and their changelog
+// topics, tables and repartition topic, also when it then fails to reach
+// the brokers.
+func TestRunLogsTopology(t *testing.T) {
+	cfg := pipeline.Config{Kafka: pipeline.KafkaConfig{Brokers: []string{"127.0.0.1:1"}, DialTimeout: time.Second},
+		Consumer: pipeline.ConsumerConfig{Group: "shop", Topics: []string{"orders"}}}
+	rekey, err := stagetest.Build("repartition", stages.Options{"key": "value", "topic": "by-user"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	join, err := stagetest.Build("join", stages.Options{"table": "users"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	p, err := pipeline.New(cfg, pipeline.WithStage("rekey", rekey), pipeline.WithStage("count", keyCounter{}),
+		pipeline.WithStage("join", join), pipeline.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); err == nil {
+		t.Fatal("Run succeeded without a broker")
+	}
+	var lines []string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, "msg=topology") {
+			lines = append(lines, l[strings.Index(l, "msg=topology"):])
+		}
+	}
+	want := []string{
+		"msg=topology segment=1 segments=2 sources=[orders] stages=[rekey] repartition=shop-by-user-repartition",
+		"msg=topology segment=2 segments=2 sources=[shop-by-user-repartition] stages=\"[count join]\" stores=[bykey] " +
+			"changelogs=[shop-bykey-changelog] tables=map[table-users:users]",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("topology lines:\n%s\nwant:\n%s\nthe log:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"), log.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/process"
+	"github.com/fencepost-dev/fencepost/internal/state"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -274,7 +275,7 @@ type Segment struct {
 
 // Topology returns the pipeline's segments: one, or one more per
 // repartition (WithRepartition, a stages.Repartitioner or a
-// stages.Grouper). Run logs it at start.
+// stages.Grouper). Run logs it at start, a line per segment.
 func (p *Pipeline) Topology() []Segment {
 	var out []Segment
 	for _, seg := range p.segments() {
@@ -308,15 +309,30 @@ func (p *Pipeline) Topology() []Segment {
 	return out
 }
 
-// logTopology logs the segments when there is more than one, or state.
+// logTopology logs the segments, one line each: its sources, stages,
+// stores with their changelog topics, tables and the repartition topic it
+// writes (what processor lint prints).
 func (p *Pipeline) logTopology() {
 	top := p.Topology()
-	if len(top) == 1 && len(p.storeNames) == 0 {
-		return
-	}
 	for i, s := range top {
-		p.log.Info("topology", zap.Int("segment", i), zap.Strings("sources", s.Sources), zap.Strings("stages", s.Stages),
-			zap.Strings("stores", s.Stores), zap.Any("tables", s.Tables), zap.Any("global_tables", s.Globals),
-			zap.String("repartition", s.Repartition))
+		fields := []zap.Field{zap.Int("segment", i+1), zap.Int("segments", len(top)), zap.Strings("sources", s.Sources),
+			zap.Strings("stages", s.Stages)}
+		if len(s.Stores) > 0 {
+			changelogs := make([]string, len(s.Stores))
+			for j, n := range s.Stores {
+				changelogs[j] = state.ChangelogTopic(p.cfg.Consumer.Group, n)
+			}
+			fields = append(fields, zap.Strings("stores", s.Stores), zap.Strings("changelogs", changelogs))
+		}
+		if len(s.Tables) > 0 {
+			fields = append(fields, zap.Any("tables", s.Tables))
+		}
+		if len(s.Globals) > 0 {
+			fields = append(fields, zap.Any("global_tables", s.Globals))
+		}
+		if s.Repartition != "" {
+			fields = append(fields, zap.String("repartition", s.Repartition))
+		}
+		p.log.Info("topology", fields...)
 	}
 }
