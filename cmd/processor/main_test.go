@@ -70,11 +70,13 @@ func TestExactlyOnceExampleRuns(t *testing.T) {
 }
 
 // TestRevenuePerMinuteExampleRuns: configs/revenue-per-minute.yaml, a
-// stateful pipeline with a repartition, starts its stores and its
-// topology and processes records.
+// stateful pipeline with a repartition, logs its topology, starts its
+// stores and processes records.
 func TestRevenuePerMinuteExampleRuns(t *testing.T) {
 	stderr := runExample(t, "configs/revenue-per-minute.yaml")
-	for _, want := range []string{"created repartition topic", "revenue-by-revenue-repartition", "state: stores ready", "revenue-revenue-changelog"} {
+	for _, want := range []string{"created repartition topic", "revenue-by-revenue-repartition", "state: stores ready", "revenue-revenue-changelog",
+		`topology	{"segment": 2, "segments": 2, "sources": ["revenue-by-revenue-repartition"], "stages": ["aggregate", "produce"], ` +
+			`"stores": ["revenue"], "changelogs": ["revenue-revenue-changelog"]}`} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the run's log does not say %q:\n%s", want, stderr)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/cli/clitest"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // TestVersionAndHelp: every command has help; version prints.
@@ -59,4 +60,28 @@ func TestVersionFromCheckout(t *testing.T) {
 		t.Errorf("built outside a clone; version claims a commit: %q", out)
 	}
 	t.Logf("%s (clone HEAD %q)", strings.TrimSpace(out), head)
+}
+
+// TestLintPrintsTheExampleTopology: "processor lint
+// configs/revenue-per-minute.yaml" names, after "ok", the two
+// sub-pipelines: the purchases go through the repartition topic by user
+// to the aggregate, whose store has its changelog topic.
+func TestLintPrintsTheExampleTopology(t *testing.T) {
+	const file = "../../../configs/revenue-per-minute.yaml"
+	code, out, errOut := runCLI(context.Background(), stages.Default, "lint", file)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		file + ": ok\n  topology of group revenue: 2 sub-pipelines",
+		"    1. reads events\n",
+		"repartition  revenue-by-revenue-repartition (read by sub-pipeline 2)\n",
+		"    2. reads revenue-by-revenue-repartition\n",
+		"store        revenue, changelog revenue-revenue-changelog\n",
+		"writes       revenue-per-minute\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lint's output lacks %q:\n%s", want, out)
+		}
+	}
 }

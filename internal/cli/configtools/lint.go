@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencepost-dev/fencepost/internal/cli/clibase"
 	"github.com/fencepost-dev/fencepost/internal/config"
+	"github.com/fencepost-dev/fencepost/stages"
 )
 
 // cli is the environment the commands run in.
@@ -30,6 +31,13 @@ YAML, environment variables, keys and types, stages and their options (each
 stage is built, so a bad expression is found), and the pipeline settings.
 Every problem is reported at once, as file:line:col with a hint. The exit
 code is 1 if any file has a problem.
+
+A file without problems is followed by its topology, as run logs it at
+start: the sub-pipelines the stages are cut into at each repartition
+(a stage with key: groups anew), each with the topics it reads, its
+stages, the stores it keeps with their changelog topics
+(<group>-<store>-changelog), the tables it reads, the topics it writes
+and the repartition topic (<group>-<name>-repartition) it ends with.
 
 Warnings (file:line:col: warning: ...) point at what run accepts but that
 does not do what the file promises, such as a stage that does not take
@@ -57,23 +65,35 @@ the exit code.`,
 	return cmd
 }
 
-// lintFile checks one file and prints its problems, or its warnings and
-// that it is fine.
+// lintFile checks one file and prints its problems, or its warnings,
+// that it is fine, and its topology.
 func (c *cli) lintFile(w io.Writer, file string) bool {
 	cfg, err := config.Load(file, c.Registry)
-	if err == nil {
-		ws := cfg.Warnings()
-		clibase.PrintConfigWarnings(w, ws)
-		switch len(ws) {
-		case 0:
-			fmt.Fprintf(w, "%s: ok\n", file)
-		case 1:
-			fmt.Fprintf(w, "%s: ok, 1 warning\n", file)
-		default:
-			fmt.Fprintf(w, "%s: ok, %d warnings\n", file, len(ws))
-		}
+	if err != nil {
+		clibase.PrintConfigError(w, err)
+		return false
+	}
+	segs, err := cfg.Topology()
+	if err != nil && !errors.Is(err, stages.ErrNoProducer) {
+		fmt.Fprintf(w, "%s: pipeline: %s\n    hint: run refuses it too: change the stages' names or options it names\n",
+			file, cfg.Redactor.Redact(err.Error()))
+		return false
+	}
+	w = cfg.Redactor.Writer(w)
+	ws := cfg.Warnings()
+	clibase.PrintConfigWarnings(w, ws)
+	switch len(ws) {
+	case 0:
+		fmt.Fprintf(w, "%s: ok\n", file)
+	case 1:
+		fmt.Fprintf(w, "%s: ok, 1 warning\n", file)
+	default:
+		fmt.Fprintf(w, "%s: ok, %d warnings\n", file, len(ws))
+	}
+	if err != nil {
+		fmt.Fprintf(w, "  topology: not known without a cluster: %v\n", err)
 		return true
 	}
-	clibase.PrintConfigError(w, err)
-	return false
+	writeTopology(w, cfg, segs)
+	return true
 }

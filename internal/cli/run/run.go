@@ -65,9 +65,12 @@ The exit code is 1 when the run ends with stopped partitions: a record
 failed under dead_letter policy stop (or could not be dead-lettered), or
 auto_offset_reset none found no valid offset.
 
-With stages that keep state, the start line names their stores and where
-they live (state.dir, or memory); the changelog topics follow once they are
-checked. "processor state" inspects and resets them.
+At start it logs the topology, a line per sub-pipeline (the stages cut at
+each repartition, with the topics each reads, its stores and their
+changelog topics, its tables and the repartition topic it writes), as
+lint prints it. With stages that keep state, the start line names their
+stores and where they live (state.dir, or memory); the changelog topics
+follow once they are checked. "processor state" inspects and resets them.
 
 The configuration is checked first, as lint does: with any problem nothing
 starts.`,
