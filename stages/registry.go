@@ -77,9 +77,10 @@ type Spec struct {
 	New func(opts Options, env Env) (Stage, error)
 }
 
-// Build calls s.New with env completed: a nil Log becomes NopLogger and a
-// nil Stdout io.Discard, so a factory never checks them. The pipeline,
-// the configuration loader and stagetest build every stage through it.
+// Build calls s.New with env completed: a nil Log becomes NopLogger, a
+// nil Stdout io.Discard and a nil Counter one whose counters count
+// nowhere, so a factory never checks them. The processor, the
+// configuration loader and stagetest build every stage through it.
 func (s Spec) Build(opts Options, env Env) (Stage, error) {
 	if env.Log == nil {
 		env.Log = NopLogger
@@ -87,6 +88,7 @@ func (s Spec) Build(opts Options, env Env) (Stage, error) {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
 	}
+	env.Counter = counterFunc(env.Counter)
 	return s.New(opts, env)
 }
 
@@ -108,6 +110,18 @@ type Env struct {
 	// topic (where the stage writes) and returns a producer that refuses
 	// every write. nil where none is available (a stage built by hand).
 	Producer func(topic string) (Producer, error)
+	// Counter returns the Counter of one kind of event of the stage,
+	// named by event: 1 to 64 of a-z, 0-9 and _, starting with a letter,
+	// and fixed by the stage (never taken from record data), such as
+	// late_records_dropped. Ask for each in the factory, once. The
+	// processor exports the counts as
+	// fencepost_stage_events_total{stage="<the stage's name>",
+	// event="<event>"}, at 0 from the start; stagetest.Counters keeps
+	// them for a test. Through Spec.Build it is never nil (with none
+	// given, as in lint, its counters count nowhere) and it panics on a
+	// bad event name, which the configuration loader reports as a bug
+	// of the stage.
+	Counter func(event string) Counter
 }
 
 // Producer writes records to a Kafka topic. Produce returns nil only

@@ -14,6 +14,8 @@
 //   - [Env] gives a stages.Env whose Stdout is a [Buffer] or any writer
 //     and whose producers are an in-memory [Producer] that can be made to
 //     fail.
+//   - [Counters] keeps what a stage counts (stages.Env.Counter: records
+//     it dropped as late, as duplicates ...) for the test to read.
 //
 // A typical test:
 //

@@ -15,6 +15,8 @@ import (
 // stdout (io.Discard if nil; writes to it are serialized, as the
 // pipeline's are) as Stdout and p's producers (Producer is nil
 // if p is nil, as when the pipeline has no cluster, e.g. in lint).
+// Counter is nil (through Build, counters that count nowhere): set it to
+// a Counters' Counter method to read what the stage counts.
 func Env(stdout io.Writer, p *Producer) stages.Env {
 	if stdout == nil {
 		stdout = io.Discard

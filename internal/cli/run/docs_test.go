@@ -22,6 +22,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	m := newMetrics()
 	m.StageDone(pipeline.StageDone{Stage: "s"})
+	m.stageCounter("s")("e").Add(1)
 	m.FetchDone(pipeline.FetchDone{})
 	m.CommitDone(pipeline.CommitDone{})
 	m.CommitDone(pipeline.CommitDone{Err: errors.New("failed")})

@@ -25,6 +25,8 @@ type metrics struct {
 
 	stageIn, stageOut, stageDropped, stageFailed, stageDeadLettered *prometheus.CounterVec
 	stageSeconds                                                    *prometheus.HistogramVec
+	// stageEvents are the stages' own counters (stages.Env.Counter)
+	stageEvents *prometheus.CounterVec
 
 	fetchRequests, fetchRecords, fetchBytes, fetchErrors *prometheus.CounterVec
 	fetchSeconds                                         *prometheus.HistogramVec
@@ -67,6 +69,9 @@ func newMetrics() *metrics {
 		stageFailed:       f.counters("stage_failed_records_total", "Records that failed a stage for good, after the retries: dead-lettered, or stopping their partition.", "stage"),
 		stageDeadLettered: f.counters("stage_dead_lettered_records_total", "Records a stage failed that were written to the dead-letter topic.", "stage"),
 		stageSeconds:      f.histograms("stage_duration_seconds", "Time a stage took on one unit of records (a batch or a key group), retries and dead letters included.", stageBuckets, "stage"),
+		stageEvents: f.counters("stage_events_total", "Events a stage counts itself, by stage and event: records it dropped as late "+
+			"(late_records_dropped, future_records_dropped), as duplicates (duplicate_records_dropped), without a match (unmatched_records_dropped), "+
+			"or what a Go stage names.", "stage", "event"),
 
 		fetchRequests: f.counters("fetch_requests_total", "Fetch requests answered, by broker node id.", "broker"),
 		fetchRecords:  f.counters("fetch_records_total", "Records fetched, by broker.", "broker"),
@@ -132,6 +137,22 @@ func (m *metrics) StageDone(d pipeline.StageDone) {
 	m.stageDeadLettered.WithLabelValues(d.Stage).Add(float64(d.DeadLettered))
 	m.stageSeconds.WithLabelValues(d.Stage).Observe(d.Duration.Seconds())
 	m.filtered.Add(int64(d.Dropped))
+}
+
+// stageCounter is the stages.Env.Counter of the stage named stage: its
+// events count in fencepost_stage_events_total, whose series exist (at
+// 0) from the moment the stage asks for them.
+func (m *metrics) stageCounter(stage string) func(event string) stages.Counter {
+	return func(event string) stages.Counter { return promCounter{m.stageEvents.WithLabelValues(stage, event)} }
+}
+
+// promCounter is a stages.Counter in a Prometheus counter.
+type promCounter struct{ c prometheus.Counter }
+
+func (p promCounter) Add(n int64) {
+	if n > 0 {
+		p.c.Add(float64(n))
+	}
 }
 
 // FetchDone implements pipeline.Observer.

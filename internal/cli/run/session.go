@@ -94,7 +94,7 @@ func (r *session) execute(ctx context.Context) (result, error) {
 			r.log.Warn("closing producers", zap.Error(err))
 		}
 	}()
-	built, limiters, err := r.buildStages(producers)
+	built, limiters, err := r.buildStages(producers, m)
 	defer flushAll(limiters)
 	if err != nil {
 		closeStages(built, r.log)
@@ -235,9 +235,9 @@ type builtStage struct {
 
 // buildStages builds every configured stage for the run: its logger
 // (warnings and errors rate-limited, as a stage may log one per record),
-// the program's stdout (writes serialized) and the shared producers. Flush
-// the limiters when the run is over.
-func (r *session) buildStages(producers *producerPool) ([]builtStage, []*logging.Limiter, error) {
+// the program's stdout (writes serialized), the shared producers and its
+// counters in m. Flush the limiters when the run is over.
+func (r *session) buildStages(producers *producerPool, m *metrics) ([]builtStage, []*logging.Limiter, error) {
 	out := syncio.NewWriter(r.cli.Stdout)
 	var (
 		built    []builtStage
@@ -246,7 +246,7 @@ func (r *session) buildStages(producers *producerPool) ([]builtStage, []*logging
 	for _, s := range r.cfg.Stages {
 		log := logging.ForRecords(logging.ForStage(r.log.Named(s.Name)))
 		limiters = append(limiters, log)
-		st, err := s.Build(stages.Env{Log: log, Stdout: out, Producer: producers.get})
+		st, err := s.Build(stages.Env{Log: log, Stdout: out, Producer: producers.get, Counter: m.stageCounter(s.Name)})
 		if err != nil {
 			return built, limiters, err
 		}
