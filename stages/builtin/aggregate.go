@@ -33,9 +33,10 @@ func init() {
 			{Name: "emit", Type: stages.TypeString, Enum: []string{"on_update", "on_close"}, Doc: "on_update: a record per update of a group " +
 				"(the default without window); on_close: a record per window when it closes (the default with window)."},
 			{Name: "late", Type: stages.TypeString, Default: "drop", Enum: []string{"drop", "dead_letter"}, Doc: "a record whose " +
-				"windows have all closed: drop it (counted in the log) or dead_letter it (the record fails)."},
+				"windows have all closed: drop it (counted as event late_records_dropped, and logged) or dead_letter it (the record fails)."},
 			{Name: "max_future", Type: stages.TypeDuration, Default: 24 * time.Hour, Doc: "an event time further than this ahead of " +
-				"stream time is handled as late, so that one wrong clock cannot close every window; 0: no limit."},
+				"stream time is handled as late (dropped as event future_records_dropped, or dead-lettered), so that one wrong " +
+				"clock cannot close every window; 0: no limit."},
 			{Name: "store", Type: stages.TypeString, Default: "aggregate", Doc: "the stage's store (its changelog topic is " +
 				"{group}-{store}-changelog); two aggregate stages of a pipeline need different names, and so does a change of fields or window."},
 		},
@@ -76,10 +77,19 @@ type aggregate struct {
 	shape       uint64
 	log         stages.Logger
 	dropped     atomic.Int64 // late records dropped, for the log
+	// lateDropped and futureDropped count the records dropped under
+	// late: drop, whose windows had closed and that were too far ahead
+	lateDropped, futureDropped stages.Counter
 }
 
+// The aggregate's events (stages.Env.Counter).
+const (
+	eventLateDropped   = "late_records_dropped"
+	eventFutureDropped = "future_records_dropped"
+)
+
 func newAggregate(opts stages.Options, env stages.Env) (stages.Stage, error) {
-	a := &aggregate{log: env.Log}
+	a := &aggregate{log: env.Log, lateDropped: env.Counter(eventLateDropped), futureDropped: env.Counter(eventFutureDropped)}
 	var err error
 	if a.store, err = opts.String("store"); err != nil {
 		return nil, err
@@ -244,6 +254,13 @@ func (a *aggregate) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	if err := tl.save(); err != nil {
 		return nil, err
 	}
+	// the call succeeds: its drops count (a failed one runs again)
+	if c.lateDrops > 0 {
+		a.lateDropped.Add(c.lateDrops)
+	}
+	if c.futureDrops > 0 {
+		a.futureDropped.Add(c.futureDrops)
+	}
 	return c.out, nil
 }
 
@@ -266,6 +283,10 @@ type aggRun struct {
 	rest    []byte // index rest scratch
 	enc     []byte // encoded state scratch
 	sess    []sessionState
+
+	// lateDrops and futureDrops are the records the call dropped as
+	// late: their windows had closed, or they were beyond max_future
+	lateDrops, futureDrops int64
 }
 
 // stateVersion is the first byte of a stored state value.
@@ -290,7 +311,7 @@ func (c *aggRun) record(r *stages.Record) error {
 	}
 	tl := c.tl
 	if a.maxFuture > 0 && tl.known && t > tl.stream+a.maxFuture {
-		return c.late(t, fmt.Sprintf("it is more than max_future (%v) ahead of stream time", time.Duration(a.maxFuture)*time.Millisecond),
+		return c.late(t, true, fmt.Sprintf("it is more than max_future (%v) ahead of stream time", time.Duration(a.maxFuture)*time.Millisecond),
 			"raise max_future (0: no limit) if such times are right")
 	}
 	tl.advance(t)
@@ -463,7 +484,7 @@ func (c *aggRun) timeWindows(key []byte, t int64) error {
 		}
 	}
 	if !counted {
-		return c.late(t, "its windows have closed", graceHint)
+		return c.late(t, false, "its windows have closed", graceHint)
 	}
 	return nil
 }
@@ -493,14 +514,20 @@ func (c *aggRun) closed(due int64, rest, value []byte) error {
 
 const graceHint = "raise the window's grace to count such records"
 
-// late handles a record that counts in no window: under late:
-// dead_letter it fails; under drop it is dropped, and counted in the
-// log (at the 1st, 2nd, 4th, 8th... drop of the stage).
-func (c *aggRun) late(t int64, why, hint string) error {
+// late handles a record that counts in no window, or is beyond
+// max_future (future): under late: dead_letter it fails; under drop it
+// is dropped, counted in the call's drops, and logged (at the 1st, 2nd,
+// 4th, 8th... drop of the stage).
+func (c *aggRun) late(t int64, future bool, why, hint string) error {
 	a, r := c.a, c.r
 	at, now := string(formatTime(nil, t)), string(formatTime(nil, c.tl.stream))
 	if a.lateDL {
 		return stages.Permanent(fmt.Errorf("late record: event time %s: %s (stream time %s); %s, or set late: drop", at, why, now, hint))
+	}
+	if future {
+		c.futureDrops++
+	} else {
+		c.lateDrops++
 	}
 	if n := a.dropped.Add(1); n&(n-1) == 0 {
 		a.log.Warn("dropped a late record (late: drop)", "dropped_so_far", n, "partition", r.Partition, "offset", r.Offset,
@@ -647,7 +674,7 @@ func (c *aggRun) session(key []byte, t int64) error {
 		start, end = min(start, s.start), max(end, s.end)
 	}
 	if w.sessionDue(end) <= w.closes(c.tl.stream) {
-		return c.late(t, "its session has closed", graceHint)
+		return c.late(t, false, "its session has closed", graceHint)
 	}
 	merged := sessionState{start: start, end: end, accs: c.accs}
 	resetAccs(merged.accs)

@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -163,9 +164,10 @@ func TestStatefulBadRecords(t *testing.T) {
 	}
 }
 
-// TestAggregateLate: a record whose windows closed is dropped and
-// counted in the log (late: drop) or fails with an error saying so
-// (late: dead_letter), as is one too far ahead of stream time.
+// TestAggregateLate: a record whose windows closed is dropped, counted
+// (event late_records_dropped) and logged (late: drop) or fails with an
+// error saying so (late: dead_letter), as is one too far ahead of stream
+// time (event future_records_dropped).
 func TestAggregateLate(t *testing.T) {
 	at := func(s string) time.Time { return ts0.Add(mustDuration(t, s)) }
 	in := []stages.Record{
@@ -177,7 +179,8 @@ func TestAggregateLate(t *testing.T) {
 	}
 	opts := stages.Options{"window": map[string]string{"type": "tumbling", "size": "1m", "grace": "5s"}, "fields": map[string]string{"n": "count()"}}
 	log := &warnLog{}
-	st := build(t, "aggregate", opts, stages.Env{Log: log})
+	var counts stagetest.Counters
+	st := build(t, "aggregate", opts, stages.Env{Log: log, Counter: counts.Counter})
 	res := run(t, "aggregate", st, in...)
 	if len(res.DeadLetters) != 0 || !slices.Equal(offsets(res.Outputs), []int64{1, 4}) {
 		t.Fatalf("late: drop: outputs %v %v, dead letters %v", offsets(res.Outputs), values(res.Outputs), res.DeadLetters)
@@ -186,12 +189,21 @@ func TestAggregateLate(t *testing.T) {
 		!strings.Contains(got[1], "max_future (24h0m0s)") {
 		t.Errorf("warnings %q", got)
 	}
+	if got, want := counts.All(), map[string]int64{"late_records_dropped": 1, "future_records_dropped": 1}; !maps.Equal(got, want) {
+		t.Errorf("late: drop: counted %v, want %v", got, want)
+	}
 
 	opts["late"] = "dead_letter"
-	st = build(t, "aggregate", opts, stagetest.Env(nil, nil))
+	env := stagetest.Env(nil, nil)
+	var dlCounts stagetest.Counters
+	env.Counter = dlCounts.Counter
+	st = build(t, "aggregate", opts, env)
 	res = run(t, "aggregate", st, in...)
 	if !slices.Equal(offsets(res.DeadLetters), []int64{2, 3}) {
 		t.Fatalf("late: dead_letter: dead letters %v", offsets(res.DeadLetters))
+	}
+	if got, want := dlCounts.All(), map[string]int64{"late_records_dropped": 0, "future_records_dropped": 0}; !maps.Equal(got, want) {
+		t.Errorf("late: dead_letter: counted %v, want %v (the records failed)", got, want)
 	}
 	for i, want := range []string{
 		"late record: event time 2026-03-01T12:00:59.000Z: its windows have closed (stream time 2026-03-01T12:01:10.000Z); " +

@@ -18,8 +18,8 @@ func init() {
 				"fails the record. With key, the records are repartitioned by it first (<group>-by-<store>-repartition), unless repartition: false."},
 			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with key: send the records through a repartition topic by the key first, so every record of " +
 				"a key reaches one partition; false says the input topic is already partitioned by that key."},
-			{Name: "within", Type: stages.TypeDuration, Required: true, Doc: "a record is dropped when a record of its key passed less than this " +
-				"before or after it in event time; a key is remembered until stream time (the highest event time seen on the partition) " +
+			{Name: "within", Type: stages.TypeDuration, Required: true, Doc: "a record is dropped (counted as event duplicate_records_dropped) " +
+				"when a record of its key passed less than this before or after it in event time; a key is remembered until stream time (the highest event time seen on the partition) " +
 				"reaches the time of the record that passed + within."},
 			{Name: "time", Type: stages.TypeExpr, Doc: "expression for a record's event time: epoch milliseconds or an RFC 3339 string; " +
 				"absent: the record timestamp. A time that does not parse fails the record."},
@@ -50,10 +50,14 @@ type dedupe struct {
 	repartition bool
 	reads       *reads
 	shape       uint64
+	duplicates  stages.Counter // the records dropped
 }
 
-func newDedupe(opts stages.Options, _ stages.Env) (stages.Stage, error) {
-	d := &dedupe{}
+// eventDuplicatesDropped is the dedupe's event (stages.Env.Counter).
+const eventDuplicatesDropped = "duplicate_records_dropped"
+
+func newDedupe(opts stages.Options, env stages.Env) (stages.Stage, error) {
+	d := &dedupe{duplicates: env.Counter(eventDuplicatesDropped)}
 	var err error
 	if d.store, err = opts.String("store"); err != nil {
 		return nil, err
@@ -108,9 +112,10 @@ func (d *dedupe) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 	}
 	e := newEvaluator(ctx, d.reads, len(in))
 	var (
-		out  []stages.Record
-		skey []byte
-		tbuf []byte
+		out   []stages.Record
+		skey  []byte
+		tbuf  []byte
+		drops int64
 	)
 	forget := func(_ int64, key, _ []byte) error {
 		skey = append(append(skey[:0], 'k'), key...)
@@ -148,7 +153,8 @@ func (d *dedupe) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 				return nil, fmt.Errorf("store %q: the stored time of key %q is corrupt", d.store, key)
 			}
 			if t-t0 < d.within && t0-t < d.within {
-				continue // a duplicate
+				drops++ // a duplicate
+				continue
 			}
 		} else if expiry := t + d.within; expiry > tl.stream {
 			tbuf = binary.AppendVarint(tbuf[:0], t)
@@ -166,6 +172,9 @@ func (d *dedupe) Process(ctx context.Context, in []stages.Record) ([]stages.Reco
 	}
 	if err := tl.save(); err != nil {
 		return nil, err
+	}
+	if drops > 0 { // the call succeeds: its drops count (a failed one runs again)
+		d.duplicates.Add(drops)
 	}
 	return out, nil
 }

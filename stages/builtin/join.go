@@ -24,7 +24,7 @@ func init() {
 				"repartition topic <group>-join-<table>-repartition by the key before the join; false: the input is partitioned by it already"},
 			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row"},
 			{Name: "type", Type: stages.TypeString, Default: "left", Enum: []string{"left", "inner"},
-				Doc: "left: a record without a row gets null; inner: it is dropped"},
+				Doc: "left: a record without a row gets null; inner: it is dropped (counted as event unmatched_records_dropped)"},
 			{Name: "global", Type: stages.TypeBool, Default: false, Doc: "true: every instance reads every partition of the " +
 				"table into one store, so it may be partitioned in any way and no repartition is needed (it costs every " +
 				"instance the whole table); false: each instance reads the partitions it is assigned"},
@@ -43,7 +43,11 @@ type joinStage struct {
 	key              *mapStage // nil: the record key
 	repartition      bool
 	global           bool
+	unmatched        stages.Counter // records dropped by an inner join
 }
+
+// eventUnmatchedDropped is the join's event (stages.Env.Counter).
+const eventUnmatchedDropped = "unmatched_records_dropped"
 
 func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	topic, _ := opts.String("table")
@@ -56,7 +60,8 @@ func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	}
 	kind, _ := opts.String("type")
 	global, _ := opts.Bool("global")
-	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner", global: global}
+	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner", global: global,
+		unmatched: env.Counter(eventUnmatchedDropped)}
 	if opts.Has("key") {
 		m, err := newMap(stages.Options{"key": opts["key"]}, env)
 		if err != nil {
@@ -119,18 +124,25 @@ func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 			keys = out
 		}
 	}
+	var drops int64
 	for i := range in {
 		if _, bad := failed.Errs[i]; bad {
 			continue
 		}
 		r, keep, err := j.join(table, in[i], keys[i].Key)
-		if err != nil {
+		switch {
+		case err != nil:
 			failed.Fail(i, stages.Permanent(err))
-			continue
-		}
-		if keep {
+		case keep:
 			failed.Emit(i, r)
+		default:
+			drops++
 		}
+	}
+	// the call's outcome stands, its records named as failed or not: its
+	// drops count
+	if drops > 0 {
+		j.unmatched.Add(drops)
 	}
 	if failed.Failed() {
 		return nil, &failed
