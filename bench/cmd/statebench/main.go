@@ -2,17 +2,22 @@
 
 // Command statebench measures what keyed state costs where it costs the
 // most: a restore from an empty disk, against Kafka Streams restoring the
-// same store, and the time a failover takes with a store to restore.
+// same store; the time a failover takes with a store to restore; and the
+// stateful built-in stages (a windowed count, a stream-table join)
+// against Kafka Streams doing the same job.
 //
 //	statebench restore [flags]    restore throughput, fencepost and Kafka Streams
 //	statebench failover [flags]   SIGKILL an owner, time until its partitions process again
+//	statebench stages [flags]     the windowed count and the join, fencepost and Kafka Streams
 //
-// Both start their broker (the processor's embedded one in its own
+// Each starts its broker (the processor's embedded one in its own
 // process, or Apache Kafka 4.1.1 with internal/realkafka: -kafka) and
-// stop it, and every process they started, however they end. The
-// fencepost instances are this binary (worker.go); Kafka Streams is the
-// app in bench/compare/streams-state, built with Maven unless
-// -streams-jar names the jar. bench/README.md says how to run them and
+// stops it, and every process it started, however it ends. The fencepost
+// instances of restore and failover are this binary (worker.go); those of
+// stages are the processor (cmd/processor, built here) running the
+// built-in stages from a configuration. Kafka Streams is the app in
+// bench/compare/streams-state, built with Maven unless -streams-jar names
+// the jar. bench/README.md says how to run them and
 // what they measure.
 package main
 
@@ -38,7 +43,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: statebench restore|failover [flags] (-h for each one's flags)")
+		fmt.Fprintln(os.Stderr, "usage: statebench restore|failover|stages [flags] (-h for each one's flags)")
 		os.Exit(2)
 	}
 	var err error
@@ -49,8 +54,10 @@ func main() {
 		err = restoreMain(os.Args[2:])
 	case "failover":
 		err = failoverMain(os.Args[2:])
+	case "stages":
+		err = stagesMain(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q: use restore or failover", os.Args[1])
+		err = fmt.Errorf("unknown command %q: use restore, failover or stages", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "statebench:", err)
@@ -86,11 +93,9 @@ func newEnv(ctx context.Context, kafka, brokers, dir string, keep bool) (*env, e
 	e := &env{dir: dir, kafka: kafka, keep: keep}
 	switch kafka {
 	case "embedded":
-		bin := filepath.Join(dir, "processor")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/fencepost-dev/fencepost/cmd/processor")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("building the processor (run from the repository): %w", err)
+		bin, err := buildProcessor(ctx, dir)
+		if err != nil {
+			return nil, err
 		}
 		b, err := e.procs.Start(dir, "broker", bin, "broker", "--port", "0")
 		if err != nil {
@@ -127,6 +132,21 @@ func newEnv(ctx context.Context, kafka, brokers, dir string, keep bool) (*env, e
 	e.cl, e.adm = cl, kadm.NewClient(cl)
 	logf("broker %s at %s; work directory %s", kafka, strings.Join(e.addrs, ","), dir)
 	return e, nil
+}
+
+// buildProcessor builds cmd/processor into dir (once: a later call finds
+// it there) and returns its path.
+func buildProcessor(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "processor")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/fencepost-dev/fencepost/cmd/processor")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building the processor (run from the repository): %w", err)
+	}
+	return bin, nil
 }
 
 func (e *env) close() {
