@@ -255,3 +255,46 @@ func TestJoinWithAGlobalTable(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinDoesNotWaitForItsTable: a join catches its table up before
+// every batch, reading to the table's end; a read that finds nothing new
+// must answer at once, not after consumer.fetch_max_wait. With a wait of
+// 2s, 8 clicks produced one at a time (each its own batch, each after
+// the last was joined) took over 16s when it did.
+func TestJoinDoesNotWaitForItsTable(t *testing.T) {
+	c := kafkatest.New(t, 1).Kafka
+	clicks, users, group := c.Name("clicks"), c.Name("users"), c.Name("g-join-wait")
+	c.CreateTopic(t, clicks, 1)
+	c.CreateTopic(t, users, 1)
+	produceKeyed(t, c, users, 1, [2]string{"u1", `{"name":"One"}`})
+	st, err := stagetest.Build("join", stages.Options{"table": users, "key": "json.user", "as": "profile"}, stages.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &joined{got: map[string][]string{}}
+	cfg := fastConfig(c, group, clicks)
+	cfg.Consumer.FetchMaxWait = 2 * time.Second
+	cfg.State.Dir = t.TempDir()
+	r := start(t, cfg, pipeline.WithStage("join", st), pipeline.WithStage("collect", out))
+	defer func() {
+		if err := r.shutdown(t); err != nil {
+			t.Error(err)
+		}
+	}()
+	produceKeyed(t, c, clicks, 1, [2]string{"u1", `{"user":"u1","round":0}`})
+	waitFor(t, 30*time.Second, "the first click joined (restores included)", func() bool { return out.count() >= 1 })
+	began := time.Now()
+	const clicksAfter = 8
+	for i := 1; i <= clicksAfter; i++ {
+		produceKeyed(t, c, clicks, 1, [2]string{"u1", fmt.Sprintf(`{"user":"u1","round":%d}`, i)})
+		waitFor(t, 30*time.Second, "the click joined", func() bool { return out.count() >= 1+i })
+	}
+	if took := time.Since(began); took > clicksAfter*cfg.Consumer.FetchMaxWait/2 {
+		t.Errorf("%d clicks, one batch each, took %v: the table's catch-up waits for fetch_max_wait (%v)", clicksAfter, took, cfg.Consumer.FetchMaxWait)
+	}
+	for _, name := range out.got["u1"] {
+		if name != "One" {
+			t.Fatalf("u1 joined with %q, want One", name)
+		}
+	}
+}

@@ -355,7 +355,12 @@ func (r *runner) buildState(w *workers, client *kafkawire.Client, brokers *fetch
 	p, cfg := r.p, r.p.cfg
 	sf, err := fetch.NewFetcher(fetch.Config{
 		Dialer: r.conn.fetchDialer(), Brokers: brokers,
-		MaxWait: cfg.Consumer.FetchMaxWait, MinBytes: 1,
+		// A restore or a table's catch-up reads up to an end it knows
+		// and never waits for new records: a read at the end must
+		// answer at once, not after fetch_max_wait (a join caught its
+		// table up before every batch, and waited that long each time
+		// the table had nothing new).
+		MaxWait: changelogMaxWait, MinBytes: 1,
 		PartitionMaxBytes: int32(cfg.Consumer.MaxPartitionFetchBytes), ReadCommitted: changelogReadCommitted,
 	})
 	if err != nil {

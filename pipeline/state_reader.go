@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/fetch"
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
@@ -93,6 +94,10 @@ func (r *changelogReader) Read(ctx context.Context, topic string, partition int3
 		return c, err
 	}
 }
+
+// changelogMaxWait is how long a broker may hold a changelog or table
+// read that finds nothing new: the least a fetch can ask for.
+const changelogMaxWait = time.Millisecond
 
 // changelogReadCommitted is the isolation of the fetcher restores read
 // changelogs with: read_committed, so the records of aborted and open
