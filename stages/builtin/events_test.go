@@ -2,6 +2,7 @@ package builtin_test
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync"
@@ -127,6 +128,36 @@ func TestJoinCountsUnmatched(t *testing.T) {
 			}
 			if got := counts.Get("unmatched_records_dropped"); got != tc.want {
 				t.Errorf("unmatched_records_dropped %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJoinKeepsTheRecordsJSON: the join adds its member to the record's
+// object and leaves the rest of the text as it was (member order,
+// escapes, numbers, spacing); a member of that name already there is
+// replaced, not repeated.
+func TestJoinKeepsTheRecordsJSON(t *testing.T) {
+	table := &memTable{rows: map[string][]byte{"u1": []byte(`{"name":"Ann <a&b>"}`)}}
+	ctx := stateref.With(context.Background(), func(string) (any, error) { return table, nil })
+	st := build(t, "join", stages.Options{"table": "users", "as": "profile"}, stages.Env{})
+	for _, tc := range []struct{ name, in, want string }{
+		{"members kept in order", `{"z":1,"a":"<tag> & 1.50","n":12345678901234567890}`,
+			`{"z":1,"a":"<tag> & 1.50","n":12345678901234567890,"profile":{"name":"Ann <a&b>"}}`},
+		{"spacing kept", " { \"b\" : [1, 2] }\n", ` { "b" : [1, 2] ,"profile":{"name":"Ann <a&b>"}}`},
+		{"empty object", `{ }`, `{ "profile":{"name":"Ann <a&b>"}}`},
+		{"member replaced", `{"profile":"old","b":2}`, `{"b":2,"profile":{"name":"Ann <a&b>"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := st.Process(ctx, []stages.Record{jsonRec(0, "u1", tc.in, ts0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(out) != 1 || string(out[0].Value) != tc.want {
+				t.Fatalf("got %q, want %q", out[0].Value, tc.want)
+			}
+			if !json.Valid(out[0].Value) {
+				t.Fatalf("%q is not JSON", out[0].Value)
 			}
 		})
 	}

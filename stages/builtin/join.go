@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fencepost-dev/fencepost/internal/fastjson"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -22,7 +23,7 @@ func init() {
 				"records are repartitioned by it first (unless repartition: false)." + convertDoc},
 			{Name: "repartition", Type: stages.TypeBool, Default: true, Doc: "with a key: send the records through the " +
 				"repartition topic <group>-join-<table>-repartition by the key before the join; false: the input is partitioned by it already"},
-			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row"},
+			{Name: "as", Type: stages.TypeString, Default: "table", Doc: "the member of the output JSON object that holds the table's row: appended to the record's object, whose own text is kept as it was (a member of that name already there is replaced)"},
 			{Name: "type", Type: stages.TypeString, Default: "left", Enum: []string{"left", "inner"},
 				Doc: "left: a record without a row gets null; inner: it is dropped (counted as event unmatched_records_dropped)"},
 			{Name: "global", Type: stages.TypeBool, Default: false, Doc: "true: every instance reads every partition of the " +
@@ -44,6 +45,7 @@ type joinStage struct {
 	repartition      bool
 	global           bool
 	unmatched        stages.Counter // records dropped by an inner join
+	asField          *fastjson.FieldSet
 }
 
 // eventUnmatchedDropped is the join's event (stages.Env.Counter).
@@ -61,7 +63,7 @@ func newJoin(opts stages.Options, env stages.Env) (stages.Stage, error) {
 	kind, _ := opts.String("type")
 	global, _ := opts.Bool("global")
 	j := &joinStage{topic: topic, store: "table-" + topic, as: as, inner: kind == "inner", global: global,
-		unmatched: env.Counter(eventUnmatchedDropped)}
+		unmatched: env.Counter(eventUnmatchedDropped), asField: fastjson.NewFieldSet([]string{as})}
 	if opts.Has("key") {
 		m, err := newMap(stages.Options{"key": opts["key"]}, env)
 		if err != nil {
@@ -125,11 +127,13 @@ func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 		}
 	}
 	var drops int64
+	var docs fastjson.Docs
+	docs.Reserve(len(in))
 	for i := range in {
 		if _, bad := failed.Errs[i]; bad {
 			continue
 		}
-		r, keep, err := j.join(table, in[i], keys[i].Key)
+		r, keep, err := j.join(&docs, table, in[i], keys[i].Key)
 		switch {
 		case err != nil:
 			failed.Fail(i, stages.Permanent(err))
@@ -150,7 +154,7 @@ func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	return failed.Out, nil
 }
 
-func (j *joinStage) join(table stages.Store, r stages.Record, key []byte) (stages.Record, bool, error) {
+func (j *joinStage) join(docs *fastjson.Docs, table stages.Store, r stages.Record, key []byte) (stages.Record, bool, error) {
 	var row []byte
 	if key != nil {
 		v, ok, err := table.Get(key)
@@ -158,10 +162,10 @@ func (j *joinStage) join(table stages.Store, r stages.Record, key []byte) (stage
 			return r, false, err
 		}
 		if ok {
-			if !json.Valid(v) {
+			row = fastjson.Text(v)
+			if !docs.New(row).Valid() {
 				return r, false, fmt.Errorf("join: the row of key %q in table %s is not JSON", key, j.topic)
 			}
-			row = v
 		}
 	}
 	if row == nil && j.inner {
@@ -170,16 +174,52 @@ func (j *joinStage) join(table stages.Store, r stages.Record, key []byte) (stage
 	if row == nil {
 		row = []byte("null")
 	}
-	var obj map[string]json.RawMessage
-	if v := bytes.TrimSpace(r.Value); len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &obj) != nil {
-		return r, false, fmt.Errorf("join: the record's value is not a JSON object")
-	}
-	obj[j.as] = row
-	value, err := json.Marshal(obj)
+	value, err := j.withMember(docs, r.Value, row)
 	if err != nil {
 		return r, false, err
 	}
 	out := r
 	out.Value = value
 	return out, true, nil
+}
+
+// withMember returns the JSON object v with the member j.as set to row.
+// The object's own bytes are kept as they are (members in their order,
+// their text unchanged) and the member appended, unless v has a member
+// of that name already: then it is replaced, and the object written
+// again (members sorted by name, each value's text kept).
+func (j *joinStage) withMember(docs *fastjson.Docs, v, row []byte) ([]byte, error) {
+	text := fastjson.Text(v)
+	doc := docs.New(text)
+	if !doc.Object() {
+		return nil, errors.New("join: the record's value is not a JSON object")
+	}
+	var present [1]bool
+	doc.Present(text, j.asField, present[:])
+	if present[0] {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(text, &obj); err != nil {
+			return nil, fmt.Errorf("join: the record's value: %w", err)
+		}
+		obj[j.as] = row
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // the values' text as it was
+		if err := enc.Encode(obj); err != nil {
+			return nil, fmt.Errorf("join: the record's value: %w", err)
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	}
+	body := bytes.TrimRight(text, " \t\r\n")
+	body = body[:len(body)-1] // the closing brace
+	empty := bytes.TrimRight(body, " \t\r\n")
+	out := make([]byte, 0, len(body)+len(j.as)+len(row)+8)
+	out = append(out, body...)
+	if empty[len(empty)-1] != '{' {
+		out = append(out, ',')
+	}
+	out = fastjson.AppendString(out, j.as)
+	out = append(out, ':')
+	out = append(out, row...)
+	return append(out, '}'), nil
 }

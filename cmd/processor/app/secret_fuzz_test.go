@@ -49,7 +49,7 @@ consumer:
   group_protocol: @@
   remote_assignor: @@
 dead_letter: {topic: @@, policy: @@, retries: @@, backoff: @@}
-state: {dir: @@, store: @@, cache_bytes: @@}
+state: {dir: @@, store: @@, cache_bytes: @@, write_buffer_bytes: @@}
 http: {address: @@}
 log: {level: @@, format: @@}
 shutdown_timeout: @@
