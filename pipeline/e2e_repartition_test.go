@@ -115,13 +115,13 @@ func TestRepartitionGroupsByTheNewKey(t *testing.T) {
 			// transaction (or write) is done: wait for the counts
 			var got map[string]int
 			waitFor(t, 30*time.Second, "every count in the changelog", func() bool {
-				got = changelogFold(t, c, group+"-bykey-changelog")
+				got = changelogFold(t, c, pipeline.ChangelogTopic(group, "bykey"))
 				return maps.Equal(got, want)
 			})
 			if err := r.shutdown(t); err != nil {
 				t.Fatal(err)
 			}
-			if got := changelogFold(t, c, group+"-bykey-changelog"); !maps.Equal(got, want) {
+			if got := changelogFold(t, c, pipeline.ChangelogTopic(group, "bykey")); !maps.Equal(got, want) {
 				t.Fatalf("after the stop the changelog folds to %v, want %v", got, want)
 			}
 			if n := readCommitted(t, c, dead, partitions)["no user here"]; n != partitions {

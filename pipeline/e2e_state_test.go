@@ -145,7 +145,7 @@ func stateSurvivesRestore(t *testing.T, c *kafkatest.Kafka, g pipeline.Guarantee
 				run, s.State.RestoredRecords, s.State.Restores, s.State.ChangelogRecords, wantRestored, written, partitions)
 		}
 		written = append(written, s.State.ChangelogRecords)
-		if got := changelogFold(t, c, group+"-counts-changelog"); !maps.Equal(got, want) {
+		if got := changelogFold(t, c, pipeline.ChangelogTopic(group, "counts")); !maps.Equal(got, want) {
 			t.Fatalf("run %d: the changelog folds to %v, want %v", run, got, want)
 		}
 	}
@@ -205,7 +205,7 @@ func TestStateRestoreWaitsForOpenTransactions(t *testing.T) {
 	const keys = 5
 	c := kafkatest.New(t, 1).Kafka
 	in, group := c.Name("open-in"), c.Name("g-open")
-	changelog := group + "-counts-changelog"
+	changelog := pipeline.ChangelogTopic(group, "counts")
 	c.CreateTopic(t, in, 1)
 	want := map[string]int{}
 	produced := 0

@@ -56,6 +56,11 @@ func WithRepartition(name string, key KeyFunc) Option {
 // makes for a group.
 func RepartitionTopic(group, name string) string { return group + "-" + name + "-repartition" }
 
+// ChangelogTopic is the changelog topic of a group's store: every change
+// of the store, keyed, compacted, as many partitions as the topic its
+// segment reads (Segment.Stores).
+func ChangelogTopic(group, store string) string { return state.ChangelogTopic(group, store) }
+
 // checkCuts names the repartition topics and adds them to the consumed
 // topics.
 func (p *Pipeline) checkCuts() error {
