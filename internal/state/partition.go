@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -53,10 +54,11 @@ type Partition struct {
 	mu sync.Mutex
 	// dirty are the changes of the calls since the last Flush or Stage.
 	dirty map[string]change
-	// staged are changes written to the changelog in the open
-	// transaction (exactly_once), oldest first: read through, applied to
-	// pebble when it commits, dropped when it aborts.
-	staged []map[string]change
+	// staged are the changes written to the changelog in the open
+	// transaction (exactly_once), the latest of each key: read through,
+	// applied to pebble when it commits, dropped when it aborts. nil when
+	// none.
+	staged map[string]change
 	// journal holds, while a stage call runs, each key's dirty change
 	// from before the call (nil: none), to take the call's changes back
 	// if it fails. nil when no call is journaled.
@@ -115,12 +117,8 @@ func (p *Partition) lookup(key string) (change, bool) {
 	if c, ok := p.dirty[key]; ok {
 		return c, true
 	}
-	for i := len(p.staged) - 1; i >= 0; i-- {
-		if c, ok := p.staged[i][key]; ok {
-			return c, true
-		}
-	}
-	return change{}, false
+	c, ok := p.staged[key]
+	return c, ok
 }
 
 // Put sets key to a copy of value.
@@ -211,7 +209,7 @@ func (p *Partition) ScanFrom(prefix, start []byte, fn func(key, value []byte) er
 	// the unapplied changes in range, latest per key, sorted
 	p.mu.Lock()
 	over := map[string]change{}
-	for _, m := range append(slices.Clone(p.staged), p.dirty) {
+	for _, m := range []map[string]change{p.staged, p.dirty} {
 		for k, c := range m {
 			if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) && k >= from {
 				over[k] = c
@@ -308,8 +306,14 @@ func (p *Partition) Applied(next int64) error {
 func (p *Partition) Stage() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.dirty) > 0 {
-		p.staged = append(p.staged, p.dirty)
+	switch {
+	case len(p.dirty) == 0:
+	case p.staged == nil:
+		p.staged, p.dirty = p.dirty, map[string]change{}
+	default:
+		// one map for the transaction, the latest change of each key: a
+		// read looks once, however many units the transaction holds
+		maps.Copy(p.staged, p.dirty)
 		p.dirty = map[string]change{}
 	}
 }
@@ -329,7 +333,7 @@ func (p *Partition) Commit(next int64) error {
 	staged := p.staged
 	p.staged = nil
 	p.mu.Unlock()
-	return p.apply(staged, next)
+	return p.apply([]map[string]change{staged}, next)
 }
 
 // DiscardDirty drops the changes since the last Flush or Stage: the
