@@ -173,10 +173,15 @@ func interrupted() (context.Context, context.CancelFunc) {
 // createTopic creates topic (compacted when asked) and waits for its
 // metadata.
 func (e *env) createTopic(ctx context.Context, topic string, partitions int, compacted bool) error {
-	var cfg map[string]*string
+	// No retention by time: the events' times are fixed (from
+	// defaultStart), and once they are older than the broker's 7 days it
+	// deleted the first segments of a topic under a running series (an
+	// output's first windows went missing).
+	never := "-1"
+	cfg := map[string]*string{"retention.ms": &never}
 	if compacted {
 		c := "compact"
-		cfg = map[string]*string{"cleanup.policy": &c}
+		cfg["cleanup.policy"] = &c
 	}
 	resp, err := e.adm.CreateTopic(ctx, int32(partitions), 1, cfg, topic)
 	if err == nil {

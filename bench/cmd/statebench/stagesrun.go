@@ -145,6 +145,19 @@ func (e *env) stagesOnce(ctx context.Context, s *stagesSetup, job, guarantee str
 	logf("%s: an output record: %s", tag, first)
 	if !res.exact() {
 		logf("%s: output not exact: %s; first problem: %s (log %s)", tag, res.check, res.check.example, c.Log)
+		if guarantee == "exactly_once" {
+			// are the missing records in the log, in transactions
+			// that did not commit, or were they never written?
+			var all int64
+			distinct := map[string]struct{}{}
+			if err := e.readAll(ctx, rt.output, false, func(key, value []byte) {
+				all++
+				distinct[string(key)+"\x00"+string(value)] = struct{}{}
+			}); err == nil {
+				logf("%s: read_uncommitted, the output holds %d records, %d distinct", tag, all, len(distinct))
+			}
+			e.logOffsetGaps(ctx, tag, rt.output)
+		}
 	}
 	return res, nil
 }
@@ -395,5 +408,68 @@ func (e *env) cleanRun(rt runTopics) {
 	}
 	if !e.keep {
 		_ = os.RemoveAll(rt.stateDir)
+	}
+}
+
+// logOffsetGaps logs, per partition of topic, its end offset, the
+// records read (read_uncommitted, control records included) and the
+// first gap in their offsets: where a run's missing output went.
+func (e *env) logOffsetGaps(ctx context.Context, tag, topic string) {
+	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return
+	}
+	start := map[int32]kgo.Offset{}
+	left := map[int32]int64{}
+	for _, ps := range ends {
+		for p, o := range ps {
+			start[p] = kgo.NewOffset().At(0)
+			if o.Offset > 0 {
+				left[p] = o.Offset
+			}
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
+		kgo.KeepControlRecords(), kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		return
+	}
+	defer cl.Close()
+	type seen struct {
+		n, next, control int64
+		gaps             []string
+	}
+	by := map[int32]*seen{}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for len(left) > 0 && rctx.Err() == nil {
+		fs := cl.PollFetches(rctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			s := by[r.Partition]
+			if s == nil {
+				s = &seen{}
+				by[r.Partition] = s
+			}
+			if r.Offset != s.next && len(s.gaps) < 5 {
+				s.gaps = append(s.gaps, fmt.Sprintf("%d..%d", s.next, r.Offset))
+			}
+			s.n++
+			if r.Attrs.IsControl() {
+				s.control++
+			}
+			s.next = r.Offset + 1
+			if end, ok := left[r.Partition]; ok && r.Offset+1 >= end {
+				delete(left, r.Partition)
+			}
+		})
+	}
+	for _, ps := range ends {
+		for p, o := range ps {
+			s := by[p]
+			if s == nil {
+				s = &seen{}
+			}
+			logf("%s: %s/%d: end %d, read %d records (%d control), offsets missing %v, unread partitions %d", tag, topic, p, o.Offset, s.n, s.control, s.gaps, len(left))
+		}
 	}
 }
