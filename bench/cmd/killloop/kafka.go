@@ -409,3 +409,45 @@ func countRecords(ctx context.Context, addrs []string, topic string, isolation k
 		}
 	}
 }
+
+// readTo reads topic from the start at isolation until it reached ends
+// on every partition, and calls fn with every record, in offset order per
+// partition. Control records are kept (fn sees them: r.Attrs.IsControl),
+// so that the positions pass the transaction markers a partition may end
+// with.
+func readTo(ctx context.Context, addrs []string, topic string, isolation kgo.IsolationLevel, ends kadm.ListedOffsets, fn func(*kgo.Record)) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	pos := map[int32]int64{}
+	reached := func() bool {
+		ok := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Offset > 0 && pos[o.Partition] < o.Offset {
+				ok = false
+			}
+		})
+		return ok
+	}
+	for !reached() {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("reading %q: not at its end offsets within a minute (at %v): %w", topic, pos, ctx.Err())
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, e error) { ferr = fmt.Errorf("reading %s/%d: %w", t, p, e) })
+		if ferr != nil {
+			return ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			pos[r.Partition] = r.Offset + 1
+			fn(r)
+		})
+	}
+	return nil
+}

@@ -115,64 +115,36 @@ type folded struct {
 }
 
 // foldChangelog reads topic from the start at isolation until it reached
-// ends on every partition (control records are kept, so the positions
-// pass the transaction markers) and folds it: the latest value per key.
+// ends on every partition and folds it: the latest value per key.
 func foldChangelog(ctx context.Context, addrs []string, topic string, isolation kgo.IsolationLevel, ends kadm.ListedOffsets) (*folded, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic), kgo.KeepControlRecords(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(isolation))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
 	f := &folded{count: map[string]int64{}, partitions: map[string][]int32{}}
-	pos := map[int32]int64{}
-	reached := func() bool {
-		ok := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if o.Offset > 0 && pos[o.Partition] < o.Offset {
-				ok = false
-			}
-		})
-		return ok
-	}
-	for !reached() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("folding %q: not at its end offsets within a minute (at %v): %w", topic, pos, ctx.Err())
+	err := readTo(ctx, addrs, topic, isolation, ends, func(r *kgo.Record) {
+		fmt.Fprintf(&f.dump, "%d %d producer %d/%d ", r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch)
+		if r.Attrs.IsControl() {
+			fmt.Fprintf(&f.dump, "control %x\n", r.Key)
+			return
 		}
-		var ferr error
-		fs.EachError(func(t string, p int32, e error) { ferr = fmt.Errorf("folding %s/%d: %w", t, p, e) })
-		if ferr != nil {
-			return nil, ferr
+		fmt.Fprintf(&f.dump, "%s %s\n", r.Key, r.Value)
+		f.records++
+		k := string(r.Key)
+		if !slices.Contains(f.partitions[k], r.Partition) {
+			f.partitions[k] = append(f.partitions[k], r.Partition)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			pos[r.Partition] = r.Offset + 1
-			fmt.Fprintf(&f.dump, "%d %d producer %d/%d ", r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch)
-			if r.Attrs.IsControl() {
-				fmt.Fprintf(&f.dump, "control %x\n", r.Key)
-				return
+		if r.Value == nil {
+			delete(f.count, k)
+			return
+		}
+		n, err := strconv.ParseInt(string(r.Value), 10, 64)
+		if err != nil {
+			if len(f.bad) < 5 {
+				f.bad = append(f.bad, fmt.Sprintf("%s/%d@%d: key %q value %q", r.Topic, r.Partition, r.Offset, r.Key, r.Value))
 			}
-			fmt.Fprintf(&f.dump, "%s %s\n", r.Key, r.Value)
-			f.records++
-			k := string(r.Key)
-			if !slices.Contains(f.partitions[k], r.Partition) {
-				f.partitions[k] = append(f.partitions[k], r.Partition)
-			}
-			if r.Value == nil {
-				delete(f.count, k)
-				return
-			}
-			n, err := strconv.ParseInt(string(r.Value), 10, 64)
-			if err != nil {
-				if len(f.bad) < 5 {
-					f.bad = append(f.bad, fmt.Sprintf("%s/%d@%d: key %q value %q", r.Topic, r.Partition, r.Offset, r.Key, r.Value))
-				}
-				return
-			}
-			f.count[k] = n
-		})
+			return
+		}
+		f.count[k] = n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("folding: %w", err)
 	}
 	return f, nil
 }
