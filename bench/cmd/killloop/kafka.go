@@ -30,12 +30,27 @@ func parseID(v []byte) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
+// inputRecord returns the key and value of the input record with id n:
+// the id for both; with -state the key is keyValue; with -window the
+// value is JSON, the id and a user (windowInput).
+func inputRecord(o options) func(n int64) (key, value []byte) {
+	switch {
+	case o.window:
+		return windowInput(o.keys)
+	case o.state:
+		return func(n int64) ([]byte, []byte) { return keyValue(n, o.keys), idValue(n) }
+	}
+	return func(n int64) ([]byte, []byte) { v := idValue(n); return v, v }
+}
+
 // produceAtRate writes records with ids 0, 1, 2, ... to topic at rate
 // records per second until ctx ends, then waits for every write to be
-// acknowledged. A record's key is its id, or with keys > 0 keyValue. It returns how many records were written (ids 0..n-1);
-// any failed write is an error, so no id in that range is missing from
-// the topic. written, if set, learns each id's partition.
-func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate, keys int, written func(id int64, partition int32)) (int64, error) {
+// acknowledged. rec gives the key and value of each id (inputRecord). It
+// returns how many records were written (ids 0..n-1); any failed write
+// is an error, so no id in that range is missing from the topic.
+// written, if set, learns the partition of each id its value names
+// (parseID).
+func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate int, rec func(n int64) (key, value []byte), written func(id int64, partition int32)) (int64, error) {
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -64,15 +79,11 @@ func produceAtRate(ctx context.Context, cl *kgo.Client, topic string, rate, keys
 		case <-ctx.Done():
 		case <-tick.C:
 		}
-		// The key is the id too: the default partitioner hashes it, so
-		// ids spread evenly over the partitions. With keys, it places
-		// every record of a key in the key's partition.
+		// The default partitioner hashes the key: keyed by id, ids
+		// spread evenly over the partitions; keyed by keyValue, every
+		// record of a key is in the key's partition.
 		for due := int64(time.Since(start).Seconds() * float64(rate)); n < due && ctx.Err() == nil; n++ {
-			v := idValue(n)
-			k := v
-			if keys > 0 {
-				k = keyValue(n, keys)
-			}
+			k, v := rec(n)
 			// Not ctx: records still buffered when it ends must not fail.
 			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: k, Value: v}, failed)
 		}
