@@ -70,3 +70,28 @@ func TestRealKafkaKillLoopState(t *testing.T) {
 		t.Errorf("the report shows no broker kill (%q)", got)
 	}
 }
+
+// TestRealKafkaKillLoopWindows is the kill loop of windows on Apache
+// Kafka with three nodes: three instances count the records of 64 users
+// in tumbling windows of 1s (grace 500ms) emitted on close, re-keyed from
+// the input's id keys through the repartition topic, each on a state dir
+// of its own kept across its restarts; four SIGKILLs one after the other
+// and, halfway, the transaction coordinator of the first instance's
+// producer killed and restarted. At exactly_once every window the replay
+// of the repartition topic (read read_committed) closes is in "out"
+// (read read_committed) once, with its exact count, sum of ids, first
+// and last id, and no other window is.
+func TestRealKafkaKillLoopWindows(t *testing.T) {
+	var stdout, stderr strings.Builder
+	code := run([]string{"-window", "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
+		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18"}, &stdout, &stderr)
+	out := stdout.String()
+	t.Logf("report:\n%s", out)
+	if code != 0 {
+		t.Fatalf("killloop exited %d\nstderr:\n%s", code, stderr.String())
+	}
+	checkWindowReport(t, out, "exactly_once", 4, 64)
+	if got := figure(out, "broker node killed (SIGKILL, once), down until it served again"); !strings.HasPrefix(got, "node ") {
+		t.Errorf("the report shows no broker kill (%q)", got)
+	}
+}
