@@ -32,7 +32,7 @@ import (
 var (
 	// bulkBytes is how many bytes of keys and values a restore gathers
 	// before applying them.
-	bulkBytes = 32 << 20
+	bulkBytes = 16 << 20
 	// bulkBatchBytes is the most a restore applies in a batch rather
 	// than a table: a tail restore stays a small write.
 	bulkBatchBytes = 4 << 20

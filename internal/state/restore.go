@@ -77,18 +77,33 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 	target := int64(-1) // the high watermark at the start (settle)
 	var waitFrom time.Time
 	backoff := 10 * time.Millisecond
-	var b bulk
-	// flush applies what was gathered, up to pos
+	// A full gathering is applied on a goroutine of its own while the
+	// next one is read (one at a time, in order: each apply moves the
+	// checkpoint past the one before); b gathers, spare is the other.
+	b, spare := &bulk{}, &bulk{}
+	var inflight applying
+	defer func() { _ = inflight.wait() }() // nothing outlives the restore
+	applied := pos                         // the checkpoint of the last apply started
+	// flush applies what was gathered, up to pos, once the apply in
+	// flight ended
 	flush := func() error {
-		if len(b.ents) == 0 && pos == p.Next() {
+		if err := inflight.wait(); err != nil {
+			return err
+		}
+		if len(b.ents) == 0 && pos == applied {
 			return nil
 		}
-		return p.applyBulk(ctx, &b, pos)
+		if err := p.applyBulk(ctx, b, pos); err != nil {
+			return err
+		}
+		applied = pos
+		return nil
 	}
 	for {
 		c, err := r.Read(ctx, p.id.Changelog, p.id.Partition, pos)
 		if errors.Is(err, ErrOutOfRange) && !res.Wiped {
 			// the store is ahead of or behind the log: rebuild it
+			_ = inflight.wait()
 			b.reset()
 			id := p.id
 			if err := st.Wipe(p); err != nil {
@@ -98,6 +113,7 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 				return nil, res, err
 			}
 			res.Wiped, pos = true, max(c.LogStart, 0)
+			applied = pos
 			res.From, res.To = pos, pos
 			continue
 		}
@@ -117,9 +133,12 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 			res.Records += int64(len(c.Records))
 			pos, res.To = c.Next, c.Next
 			if b.size() >= bulkBytes {
-				if err := flush(); err != nil {
+				if err := inflight.wait(); err != nil {
 					return p, res, err
 				}
+				inflight.start(ctx, p, b, pos)
+				applied = pos
+				b, spare = spare, b // spare was emptied by its apply
 			}
 			if progress != nil {
 				progress(res, c.End)
@@ -157,4 +176,27 @@ func Restore(ctx context.Context, st *Storage, p *Partition, r Reader, settle bo
 		}
 		backoff = min(2*backoff, 500*time.Millisecond)
 	}
+}
+
+// applying is the apply of a gathering in flight, if any.
+type applying struct {
+	done chan error
+}
+
+// start applies b up to next on a goroutine of its own. The previous
+// apply must have ended (wait).
+func (a *applying) start(ctx context.Context, p *Partition, b *bulk, next int64) {
+	a.done = make(chan error, 1)
+	go func() { a.done <- p.applyBulk(ctx, b, next) }()
+}
+
+// wait waits for the apply in flight to end and returns its error; nil
+// when none is in flight.
+func (a *applying) wait() error {
+	if a.done == nil {
+		return nil
+	}
+	err := <-a.done
+	a.done = nil
+	return err
 }
