@@ -208,10 +208,17 @@ var errExists = errors.New("topic exists")
 // produce writes n records, record i with key(i) and value(i) to
 // partition i % partitions, and waits for every acknowledgement.
 func (e *env) produce(ctx context.Context, topic string, partitions, n int, key, value func(i int) []byte) error {
-	var first error
+	return e.produceAll(ctx, n, func(i int) *kgo.Record {
+		return &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: key(i), Value: value(i)}
+	})
+}
+
+// produceAll writes n records, record(i) each (its partition set), and
+// waits for every acknowledgement; it returns the first error.
+func (e *env) produceAll(ctx context.Context, n int, record func(i int) *kgo.Record) error {
 	errc := make(chan error, 1)
-	for i := 0; i < n; i++ {
-		e.cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: key(i), Value: value(i)}, func(_ *kgo.Record, err error) {
+	for i := range n {
+		e.cl.Produce(ctx, record(i), func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
 				case errc <- err:
@@ -224,10 +231,11 @@ func (e *env) produce(ctx context.Context, topic string, partitions, n int, key,
 		return err
 	}
 	select {
-	case first = <-errc:
+	case err := <-errc:
+		return err
 	default:
+		return nil
 	}
-	return first
 }
 
 // deleteGroup removes group's committed offsets, waiting up to a minute

@@ -88,16 +88,9 @@ func restoreMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(specs) == 0 {
-		specs = multiFlag{"fencepost", "streams"}
-	}
-	var vs []variant
-	for _, s := range specs {
-		v, err := parseVariant(s)
-		if err != nil {
-			return err
-		}
-		vs = append(vs, v)
+	vs, err := parseVariants(specs)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := interrupted()
 	defer cancel()
@@ -321,3 +314,20 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// parseVariants parses the -v flags (parseVariant); none means
+// fencepost and Kafka Streams at their defaults.
+func parseVariants(specs multiFlag) ([]variant, error) {
+	if len(specs) == 0 {
+		specs = multiFlag{"fencepost", "streams"}
+	}
+	var vs []variant
+	for _, s := range specs {
+		v, err := parseVariant(s)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
+}

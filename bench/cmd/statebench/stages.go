@@ -62,19 +62,14 @@ func stagesMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if len(specs) == 0 {
-		specs = multiFlag{"fencepost", "streams"}
+	vs, err := parseVariants(specs)
+	if err != nil {
+		return err
 	}
-	var vs []variant
-	for _, s := range specs {
-		v, err := parseVariant(s)
-		if err != nil {
-			return err
+	for i := range vs {
+		if vs[i].name == "streams defaults" {
+			vs[i].name = "streams, tuned"
 		}
-		if v.name == "streams defaults" {
-			v.name = "streams, tuned"
-		}
-		vs = append(vs, v)
 	}
 	js, err := listFlag("jobs", *jobs, "window", "join")
 	if err != nil {
@@ -215,26 +210,9 @@ func (e *env) loadStages(ctx context.Context, s *stagesSetup) error {
 // produceRecords writes n records, record(i) each, to partitions placed
 // by murmur2 on their keys, and waits for every acknowledgement.
 func (e *env) produceRecords(ctx context.Context, partitions, n int, record func(i int) *kgo.Record) error {
-	errc := make(chan error, 1)
-	for i := range n {
+	return e.produceAll(ctx, n, func(i int) *kgo.Record {
 		r := record(i)
 		r.Partition = partitioner.Murmur2(r.Key, partitions)
-		e.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
-			}
-		})
-	}
-	if err := e.cl.Flush(ctx); err != nil {
-		return err
-	}
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+		return r
+	})
 }
