@@ -15,9 +15,10 @@ import (
 )
 
 // DefaultVersion is the Apache Kafka version the launcher runs unless
-// FENCEPOST_KAFKA_VERSION names another (4.0.0 or later: the launcher
-// formats KRaft storage, which 3.x also has, but the suite expects
-// Kafka 4's protocol floor).
+// FENCEPOST_KAFKA_VERSION names another. Any KRaft release from 3.7 on
+// starts with the same configuration (static controller.quorum.voters,
+// storage formatted with StorageTool, log4j2 from an XML file); the
+// suite is run on 3.7, 3.9 and 4.x (docs/testing.md, "Versions tested").
 const DefaultVersion = "4.1.1"
 
 // VersionEnv names the environment variable that overrides DefaultVersion.

@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -299,29 +300,36 @@ func (c *Cluster) layout() error {
 		if err := os.WriteFile(n.properties, []byte(strings.Join(props, "\n")+"\n"), 0o600); err != nil {
 			return err
 		}
-		log4j := fmt.Sprintf(`Configuration:
-  Appenders:
-    File:
-      name: file
-      fileName: %q
-      PatternLayout:
-        pattern: "[%%d] %%p %%m (%%c)%%n"
-  Loggers:
-    Logger:
-      - name: kafka.request.logger
-        level: WARN
-      - name: org.apache.kafka.controller
-        level: INFO
-    Root:
-      level: INFO
-      AppenderRef:
-        - ref: file
-`, n.log)
-		if err := os.WriteFile(filepath.Join(dir, "log4j2.yaml"), []byte(log4j), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "log4j2.xml"), []byte(log4jConfig(n.log)), 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// log4jConfig returns the log4j2 configuration of a node that logs to
+// file. It is XML, which log4j2 reads with the JDK alone: a YAML file
+// needs Jackson's YAML module, which Kafka 4 brings and Kafka 3 does not
+// (3.x would then log nothing).
+func log4jConfig(file string) string {
+	var esc strings.Builder
+	_ = xml.EscapeText(&esc, []byte(file))
+	return `<?xml version="1.0" encoding="UTF-8"?>
+<Configuration>
+  <Appenders>
+    <File name="file" fileName="` + esc.String() + `">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Logger name="org.apache.kafka.controller" level="INFO"/>
+    <Root level="INFO">
+      <AppenderRef ref="file"/>
+    </Root>
+  </Loggers>
+</Configuration>
+`
 }
 
 // format formats every node's KRaft storage with one cluster id (and the
@@ -380,7 +388,7 @@ func (c *Cluster) javaArgs(n *node, heapMB int, args ...string) []string {
 		fmt.Sprintf("-Xmx%dm", heapMB), "-Xms64m", "-Xss512k",
 		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "log4j2.yaml"),
+		"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "log4j2.xml"),
 		"-Dkafka.logs.dir=" + n.dir,
 		"-cp", c.classpath,
 	}
