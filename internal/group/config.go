@@ -21,6 +21,12 @@ var (
 	// member's group instance id (FENCED_INSTANCE_ID). Run returns it:
 	// two processes must never share an instance id.
 	ErrFencedInstance = errors.New("another member uses this group instance id")
+	// ErrConsumerProtocolUnsupported: Protocol is ProtocolConsumer and
+	// the group coordinator does not offer the consumer group protocol
+	// (KIP-848: Kafka 4.0 or later): it lacks ConsumerGroupHeartbeat, or
+	// refuses it with UNSUPPORTED_VERSION. Run returns it at the first
+	// join; the message names the broker's release when it can tell.
+	ErrConsumerProtocolUnsupported = errors.New("the brokers do not offer the consumer group protocol (KIP-848)")
 )
 
 // Group protocols (Config.Protocol).

@@ -138,6 +138,9 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 	}
 	resp := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	if err := s.coord.roundTripKmsg(hctx, minConsumerHeartbeat, req, resp); err != nil {
+		if errors.Is(err, ErrUnsupportedBroker) {
+			return fatalError{s.consumerProtocolRefused(ctx, err)}
+		}
 		s.dropConn()
 		if joining {
 			return err
@@ -156,6 +159,8 @@ func (s *runState) heartbeat848(ctx context.Context) error {
 		// GROUP_ID_NOT_FOUND, which only here means a classic group in
 		// the way (the tools take it as a group without offsets yet).
 		switch c := kafkawire.ClassifyCode(resp.ErrorCode); {
+		case errors.Is(kerrv, kerr.UnsupportedVersion):
+			return fatalError{s.consumerProtocolRefused(ctx, err)}
 		case c == kafkawire.StaleMember:
 			return fmt.Errorf("%w: %w", errLost, err)
 		case c == kafkawire.NotCoordinator:
@@ -443,4 +448,25 @@ func (m *Member) commit848Once(ctx context.Context, snap *snapshot, offs []Offse
 		}
 		return codes, nil
 	})
+}
+
+// consumerProtocolRefused returns the error Run ends with when the group
+// coordinator lacks ConsumerGroupHeartbeat or answers it
+// UNSUPPORTED_VERSION (cause): the consumer group protocol is not
+// offered (Kafka before 4.0, or a 4.x cluster whose group.version is 0).
+// It names the coordinator, its release if ApiVersions tells it, and the
+// setting to change.
+func (s *runState) consumerProtocolRefused(ctx context.Context, cause error) error {
+	coord := "the group coordinator"
+	if s.coord != nil {
+		coord += " at " + s.coord.addr
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if release := s.coord.describeRelease(dctx); release != "" {
+			coord += " runs " + release + " and"
+		}
+		cancel()
+	}
+	return fmt.Errorf("%w: %s does not accept consumer.group_protocol: consumer for group %q (%v); "+
+		"set consumer.group_protocol: classic, or upgrade the brokers to Apache Kafka 4.0 or later with the group.version feature at 1 or more",
+		ErrConsumerProtocolUnsupported, coord, s.cfg.Group, cause)
 }

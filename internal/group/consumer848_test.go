@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/fencepost-dev/fencepost/internal/engine/offsets"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
@@ -190,5 +192,66 @@ func TestConsumerProtocolCommitRetriesStaleEpoch(t *testing.T) {
 	}
 	if err := l.err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// On a broker without the consumer group protocol, Run fails at the first
+// join, at once, with ErrConsumerProtocolUnsupported naming the broker's
+// release (from the metadata.version it supports) and the setting to
+// change, and hands out no partition: whether the broker lacks
+// ConsumerGroupHeartbeat (Kafka 3.6) or lists it and answers
+// UNSUPPORTED_VERSION (3.7 to 3.9 without the preview enabled, as real
+// 3.7.2 and 3.9.1 brokers do).
+func TestConsumerProtocolRefusedByOldBroker(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version *kversion.Versions
+		refuse  bool // answer ConsumerGroupHeartbeat UNSUPPORTED_VERSION
+		want    []string
+	}{
+		{"3.6 lacks the API", kversion.V3_6_0(), false,
+			[]string{"Apache Kafka 3.6 (metadata.version 14)", "does not support ConsumerGroupHeartbeat"}},
+		{"3.9 refuses it", kversion.V3_9_0(), true,
+			[]string{"Apache Kafka 3.9 (metadata.version 21)", "UNSUPPORTED_VERSION"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkatest.New(t, 1, kfake.MaxVersions(tc.version))
+			c.CreateTopic(t, "t", 2)
+			var heartbeats atomic.Int32
+			c.ControlKey(int16(kmsg.ConsumerGroupHeartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				c.KeepControl()
+				heartbeats.Add(1)
+				if !tc.refuse {
+					return nil, nil, false
+				}
+				resp := req.(*kmsg.ConsumerGroupHeartbeatRequest).ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+				resp.ErrorCode = kerr.UnsupportedVersion.Code
+				return resp, nil, true
+			})
+			l := newLedger()
+			a := startMember(t, l, "a", config848(c, ""), memberOpts{})
+			var err error
+			select {
+			case err = <-a.done:
+				close(a.done) // for a.stop in the cleanup
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not fail on a broker without the consumer group protocol")
+			}
+			t.Log(err)
+			if !errors.Is(err, ErrConsumerProtocolUnsupported) {
+				t.Fatalf("Run returned %v, want ErrConsumerProtocolUnsupported", err)
+			}
+			for _, s := range append(tc.want, "set consumer.group_protocol: classic", `group "g"`, c.Addrs[0]) {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("the error does not say %q", s)
+				}
+			}
+			if n := heartbeats.Load(); tc.refuse && n != 1 || !tc.refuse && n != 0 {
+				t.Errorf("%d heartbeats reached the broker, want %d (the member must give up at once, not retry)", n, map[bool]int{true: 1}[tc.refuse])
+			}
+			if o := l.owned(); total(o) != 0 {
+				t.Fatalf("partitions handed out: %v", o)
+			}
+		})
 	}
 }

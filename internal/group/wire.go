@@ -130,13 +130,15 @@ func (c *conn) roundTripKmsg(ctx context.Context, minVersion int16, req kmsg.Req
 // roundTripKmsgUpTo is roundTripKmsg sending at most maxVersion.
 func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int16, req kmsg.Request, resp kmsg.Response) error {
 	key := protocol.ApiKey(req.Key())
+	// kmsg names every key; kafka-go's ApiKey only those it implements
+	name := kmsg.NameForKey(req.Key())
 	brokerMax, ok := c.versions[key]
 	if !ok {
-		return fmt.Errorf("broker %s does not support %s: %w", c.addr, key, ErrUnsupportedBroker)
+		return fmt.Errorf("broker %s does not support %s: %w", c.addr, name, ErrUnsupportedBroker)
 	}
 	v := min(brokerMax, maxVersion)
 	if v < minVersion {
-		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, key, brokerMax, minVersion, ErrUnsupportedBroker)
+		return fmt.Errorf("broker %s speaks %s up to v%d, the member needs v%d: %w", c.addr, name, brokerMax, minVersion, ErrUnsupportedBroker)
 	}
 	req.SetVersion(v)
 	resp.SetVersion(v)
@@ -164,7 +166,9 @@ func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int
 			return fmt.Errorf("response to request %d answers request %d", c.corr, corr)
 		}
 		body := frame[4:]
-		if req.IsFlexible() {
+		// Every flexible response header has tags, but ApiVersions'
+		// (KIP-511: a client must read it before it knows the version).
+		if req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
 			n, err := kafkawire.SkipTags(body)
 			if err != nil {
 				return err
@@ -174,9 +178,29 @@ func (c *conn) roundTripKmsgUpTo(ctx context.Context, minVersion, maxVersion int
 		return resp.ReadFrom(body)
 	})
 	if err != nil {
-		return fmt.Errorf("%s v%d to %s: %w", key, v, c.addr, err)
+		return fmt.Errorf("%s v%d to %s: %w", name, v, c.addr, err)
 	}
 	return nil
+}
+
+// describeRelease asks the broker for ApiVersions v3 (which carries the
+// KRaft features) and names its Apache Kafka release from the highest
+// metadata.version it supports, as kafkawire.ReleaseOfMetadataVersion
+// does; "" if it cannot tell (an older broker, a ZooKeeper-mode one, or
+// any error: the caller is already reporting one).
+func (c *conn) describeRelease(ctx context.Context) string {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "fencepost", "1"
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if err := c.roundTripKmsgUpTo(ctx, 3, 3, req, resp); err != nil || resp.ErrorCode != 0 {
+		return ""
+	}
+	for _, f := range resp.SupportedFeatures {
+		if f.Name == "metadata.version" {
+			return kafkawire.ReleaseOfMetadataVersion(f.MaxVersion)
+		}
+	}
+	return ""
 }
 
 // exchange runs fn (one request and its answer on c.nc) bounded by ctx;
