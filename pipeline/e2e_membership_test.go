@@ -1,12 +1,15 @@
 package pipeline_test
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/fencepost-dev/fencepost/internal/group"
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/pipeline"
 )
@@ -84,6 +87,14 @@ func rebalanceMovesOnlyWhatMoves(t *testing.T, cluster func(*testing.T) *kafkate
 				produced <- nil
 			}()
 			a := start(t, cfg, pipeline.WithStage("log", log.stage("a")), pipeline.WithObserver(obsA))
+			if tt.protocol == pipeline.GroupProtocolConsumer && !c.ConsumerGroupProtocol(t) {
+				// Kafka 3.x: the pipeline must refuse to start instead
+				consumerProtocolRefused(t, a)
+				if n, _ := obsA.assigned(); n != 0 || log.distinct() != 0 {
+					t.Fatalf("a owns %d partitions and processed %d records on brokers without the consumer protocol", n, log.distinct())
+				}
+				return
+			}
 			waitFor(t, 20*time.Second, "a to own every partition", func() bool { n, _ := obsA.assigned(); return n == partitions })
 			waitFor(t, 20*time.Second, "records to flow", func() bool { return log.distinct() > 100 })
 			b := start(t, cfg, pipeline.WithStage("log", log.stage("b")), pipeline.WithObserver(obsB))
@@ -113,6 +124,30 @@ func rebalanceMovesOnlyWhatMoves(t *testing.T, cluster func(*testing.T) *kafkate
 			assertEachOnceInOrder(t, log, partitions, perPartition)
 		})
 	}
+}
+
+// consumerProtocolRefused waits for r, a pipeline with group_protocol:
+// consumer on brokers that do not offer that protocol (ApiVersions: no
+// finalized group.version, as on Kafka 3.x), to fail at start with
+// group.ErrConsumerProtocolUnsupported saying which setting to change,
+// and returns the error.
+func consumerProtocolRefused(t *testing.T, r *running) error {
+	t.Helper()
+	var err error
+	select {
+	case err = <-r.done:
+		r.done <- err // for the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not fail on brokers without the consumer group protocol")
+	}
+	t.Logf("Run: %v", err)
+	if !errors.Is(err, group.ErrConsumerProtocolUnsupported) {
+		t.Fatalf("Run returned %v, want group.ErrConsumerProtocolUnsupported", err)
+	}
+	if !strings.Contains(err.Error(), "set consumer.group_protocol: classic") {
+		t.Errorf("the error does not say to set consumer.group_protocol: classic")
+	}
+	return err
 }
 
 // assertEachOnceInOrder checks that every record of every partition was

@@ -43,6 +43,7 @@ func TestRealKafka(t *testing.T) {
 		}
 	})
 	t.Run("ConsumeAndCommit", func(t *testing.T) { consumeAndCommit(t, named(t)) })
+	t.Run("ConsumerProtocolOnThisBroker", func(t *testing.T) { consumerProtocolOnThisBroker(t, named(t), rc.Version) })
 	t.Run("ProducerKeysAndAcks", func(t *testing.T) { producerKeysAndAcks(t, named(t)) })
 	t.Run("SeedScenario", func(t *testing.T) {
 		for i := 0; i < 20; i++ {

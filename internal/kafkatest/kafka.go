@@ -298,6 +298,35 @@ func (k *Kafka) Bounds(t testing.TB, topic string, partition int32) (logStart, h
 	return s.Offset, e.Offset
 }
 
+// ConsumerGroupProtocol asks the brokers whether they offer the consumer
+// group protocol (KIP-848): ApiVersions lists ConsumerGroupHeartbeat and
+// the cluster's finalized group.version feature is 1 or more. Kafka 4.0
+// and later do by default; 3.7 to 3.9 list the API but have no
+// group.version and refuse it (UNSUPPORTED_VERSION) unless its preview is
+// enabled on the brokers, which the real-Kafka suite does not do.
+func (k *Kafka) ConsumerGroupProtocol(t testing.TB) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, k.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	listed := false
+	for _, key := range resp.ApiKeys {
+		listed = listed || key.ApiKey == int16(kmsg.ConsumerGroupHeartbeat)
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "group.version" {
+			return listed && f.MaxVersionLevel >= 1
+		}
+	}
+	return false
+}
+
 // FromReal fronts an Apache Kafka cluster; its clients are closed when
 // the test ends. Topics get min(3, nodes) replicas, partition i led by
 // node i mod nodes; Intercept goes through the nodes' proxies (one
