@@ -8,10 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/fencepost-dev/fencepost/internal/kafkatest"
 	"github.com/fencepost-dev/fencepost/pipeline"
@@ -262,5 +265,48 @@ func TestStateRestoreWaitsForOpenTransactions(t *testing.T) {
 	}
 	if got := changelogFold(t, c, changelog); !maps.Equal(got, want) {
 		t.Fatalf("the changelog folds to %v, want %v", got, want)
+	}
+}
+
+// TestStateChangelogNotKnownYet: a changelog topic that Metadata lists but
+// the broker asked for its configuration does not know yet (another
+// instance created it a moment before; a 3-node Apache Kafka 3.9.1 answered
+// so) is asked about again: the pipeline starts and counts, instead of
+// stopping at start with UNKNOWN_TOPIC_OR_PARTITION.
+func TestStateChangelogNotKnownYet(t *testing.T) {
+	c := kafkatest.New(t, 1)
+	in, group := c.Name("lag-in"), c.Name("g-lag")
+	c.CreateTopic(t, in, 1)
+	changelog := pipeline.ChangelogTopic(group, "counts")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	compact := "compact"
+	if _, err := c.Admin.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, changelog); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	c.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		if len(r.Resources) != 1 || r.Resources[0].ResourceName != changelog || asked.Add(1) > 3 {
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = r.Resources[0].ResourceType, changelog
+		res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		resp.Resources = append(resp.Resources, res)
+		return resp, nil, true
+	})
+	c.Produce(t, in, 0, 20, values("k"))
+	cfg := fastConfig(c, group, in)
+	cfg.State.Dir = t.TempDir()
+	r := start(t, cfg, pipeline.WithStage("count", counter{}))
+	waitFor(t, 20*time.Second, "every offset committed", func() bool { return c.Committed(t, group, in)[0] == 20 })
+	if err := r.shutdown(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := asked.Load(); n < 4 {
+		t.Fatalf("the changelog's configuration was asked %d times, want 3 refused and 1 answered", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	kafka "github.com/segmentio/kafka-go"
@@ -272,22 +273,48 @@ func (r *runner) checkChangelogs(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// checkCompacted refuses changelog topics that are not compacted. A topic
+// Metadata listed may still be unknown to the broker DescribeConfigs
+// reaches: another instance created it a moment before, and that broker
+// has not applied the creation yet (seen on a 3-node Apache Kafka 3.9.1,
+// where the kill loop's third instance stopped at start with
+// UNKNOWN_TOPIC_OR_PARTITION). Such an answer is asked again every
+// 100 ms until ctx (kafka.dial_timeout) ends.
 func (r *runner) checkCompacted(ctx context.Context, topics []string) error {
+	for {
+		unknown, err := r.describeCleanupPolicy(ctx, topics)
+		if !unknown {
+			return err
+		}
+		r.p.log.Debug("state: a changelog topic is not known yet to the broker asked; asking again", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// describeCleanupPolicy reads the topics' cleanup.policy and returns an
+// error for each topic that is not compacted or could not be read;
+// unknown is true if one of them was answered UNKNOWN_TOPIC_OR_PARTITION.
+func (r *runner) describeCleanupPolicy(ctx context.Context, topics []string) (unknown bool, err error) {
 	req := &describeconfigs.Request{}
 	for _, t := range topics {
 		req.Resources = append(req.Resources, describeconfigs.RequestResource{ResourceType: 2, ResourceName: t, ConfigNames: []string{"cleanup.policy"}})
 	}
 	m, err := r.transport.RoundTrip(ctx, r.conn.addr(), req)
 	if err != nil {
-		return fmt.Errorf("state: reading the changelog topics' cleanup.policy: %w", err)
+		return false, fmt.Errorf("state: reading the changelog topics' cleanup.policy: %w", err)
 	}
 	resp, ok := m.(*describeconfigs.Response)
 	if !ok {
-		return fmt.Errorf("state: unexpected describe configs response %T", m)
+		return false, fmt.Errorf("state: unexpected describe configs response %T", m)
 	}
 	var errs []error
 	for _, res := range resp.Resources {
 		if res.ErrorCode != 0 {
+			unknown = unknown || res.ErrorCode == int16(kafka.UnknownTopicOrPartition)
 			errs = append(errs, fmt.Errorf("state: reading the configuration of changelog topic %q: %w", res.ResourceName, kafka.Error(res.ErrorCode)))
 			continue
 		}
@@ -298,7 +325,7 @@ func (r *runner) checkCompacted(ctx context.Context, topics []string) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return unknown, errors.Join(errs...)
 }
 
 func (r *runner) createChangelogs(ctx context.Context, topics []string, partitions int) error {
