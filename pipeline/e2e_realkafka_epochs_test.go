@@ -84,6 +84,27 @@ func partitionState(ctx context.Context, c *kafkatest.Kafka, topic string) (lead
 	return p.Leader, p.LeaderEpoch, p.ISR, p.Err
 }
 
+// partitionStateOn is partition 0's leader and ISR as node's Metadata
+// gives them.
+func partitionStateOn(ctx context.Context, c *kafkatest.Kafka, node int32, topic string) (leader int32, isr []int32, err error) {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, c.Client.Broker(int(node)))
+	if err != nil {
+		return -1, nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) == 0 {
+		return -1, nil, fmt.Errorf("node %d: %s/0 not in the metadata", node, topic)
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return -1, nil, err
+	}
+	p := resp.Topics[0].Partitions[0]
+	return p.Leader, p.ISR, kerr.ErrorForCode(p.ErrorCode)
+}
+
 // acksOneProducer is a plain producer (no idempotence, so an election that
 // loses records does not trip sequence numbers) that waits for the
 // leader's acknowledgement only.
@@ -164,9 +185,17 @@ func uncleanElectionTruncates(t *testing.T, c *kafkatest.Kafka, rc *realkafka.Cl
 	if err != nil {
 		t.Fatalf("create %s: %v", topic, err)
 	}
-	waitFor(t, time.Minute, "the topic led by "+fmt.Sprint(a), func() bool {
-		l, _, isr, err := partitionState(ctx, c, topic)
-		return err == nil && l == a && len(isr) == 2
+	// every node, not only the one Admin asks: a producer that asks a
+	// node that has not applied the creation yet is told the topic does
+	// not exist, and gives up (seen on a 3-node Kafka 3.9.1)
+	waitFor(t, time.Minute, "every node to see the topic led by "+fmt.Sprint(a), func() bool {
+		for _, n := range c.Nodes {
+			l, isr, err := partitionStateOn(ctx, c, n, topic)
+			if err != nil || l != a || len(isr) != 2 {
+				return false
+			}
+		}
+		return true
 	})
 
 	old := acksOneProducer(t, c)
