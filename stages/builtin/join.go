@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/fencepost-dev/fencepost/internal/fastjson"
+	"github.com/fencepost-dev/fencepost/internal/memo"
 	"github.com/fencepost-dev/fencepost/stages"
 )
 
@@ -129,11 +130,12 @@ func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	var drops int64
 	var docs fastjson.Docs
 	docs.Reserve(len(in))
+	cache := memo.From(ctx) // the record values' docs, shared with the chain's other stages
 	for i := range in {
 		if _, bad := failed.Errs[i]; bad {
 			continue
 		}
-		r, keep, err := j.join(&docs, table, in[i], keys[i].Key)
+		r, keep, err := j.join(cache, &docs, table, in[i], keys[i].Key)
 		switch {
 		case err != nil:
 			failed.Fail(i, stages.Permanent(err))
@@ -154,7 +156,7 @@ func (j *joinStage) Process(ctx context.Context, in []stages.Record) ([]stages.R
 	return failed.Out, nil
 }
 
-func (j *joinStage) join(docs *fastjson.Docs, table stages.Store, r stages.Record, key []byte) (stages.Record, bool, error) {
+func (j *joinStage) join(cache *memo.Cache, docs *fastjson.Docs, table stages.Store, r stages.Record, key []byte) (stages.Record, bool, error) {
 	var row []byte
 	if key != nil {
 		v, ok, err := table.Get(key)
@@ -174,7 +176,7 @@ func (j *joinStage) join(docs *fastjson.Docs, table stages.Store, r stages.Recor
 	if row == nil {
 		row = []byte("null")
 	}
-	value, err := j.withMember(docs, r.Value, row)
+	value, err := j.withMember(cache, docs, r.Value, row)
 	if err != nil {
 		return r, false, err
 	}
@@ -188,9 +190,9 @@ func (j *joinStage) join(docs *fastjson.Docs, table stages.Store, r stages.Recor
 // their text unchanged) and the member appended, unless v has a member
 // of that name already: then it is replaced, and the object written
 // again (members sorted by name, each value's text kept).
-func (j *joinStage) withMember(docs *fastjson.Docs, v, row []byte) ([]byte, error) {
+func (j *joinStage) withMember(cache *memo.Cache, docs *fastjson.Docs, v, row []byte) ([]byte, error) {
 	text := fastjson.Text(v)
-	doc := docs.New(text)
+	doc := docFor(cache, docs, text) // checked once per chain call, whichever stage asks first
 	if !doc.Object() {
 		return nil, errors.New("join: the record's value is not a JSON object")
 	}
