@@ -89,17 +89,37 @@ func TestStalls(t *testing.T) {
 // bumps their producers' epochs; the output, read read_committed, holds
 // every input record exactly once.
 func TestKillLoopExactlyOnce(t *testing.T) {
-	var stdout, stderr strings.Builder
-	code := run([]string{"-kills", "3", "-interval", "2s", "-rate", "1000", "-partitions", "8", "-kill-broker",
-		"-guarantee", "exactly_once", "-seed", "3"}, &stdout, &stderr)
-	out := stdout.String()
-	if code != 0 {
-		t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
-	}
+	out := runLoop(t, "-kills", "3", "-interval", "2s", "-rate", "1000", "-partitions", "8", "-kill-broker",
+		"-guarantee", "exactly_once", "-seed", "3")
 	for _, want := range []string{"| missing ids | 0 |", "| duplicates (`out` records − unique ids) | 0 |", "| kills (SIGKILL) | 3 |",
 		"| broker node killed (SIGKILL, once), down until it served again | the embedded broker"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("killloop report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// runLoop runs the kill loop with args and returns its report (logged),
+// failing the test at once if it exits non-zero.
+func runLoop(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	code := run(args, &stdout, &stderr)
+	out := stdout.String()
+	t.Logf("report:\n%s", out)
+	if code != 0 {
+		t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	return out
+}
+
+// checkFigures asserts that each row of report named in want has its
+// value.
+func checkFigures(t *testing.T, report string, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if got := figure(report, name); got != w {
+			t.Errorf("%q = %q, want %q", name, got, w)
 		}
 	}
 }
@@ -130,12 +150,7 @@ func figure(report, name string) string {
 // safety figures are checked whatever.
 func TestKillLoopZombieExactlyOnce(t *testing.T) {
 	for seed := 5; seed < 8; seed++ {
-		var stdout, stderr strings.Builder
-		code := run([]string{"-mode", "zombie", "-kills", "1", "-interval", "2s", "-rate", "1000", "-guarantee", "exactly_once", "-seed", strconv.Itoa(seed)}, &stdout, &stderr)
-		out := stdout.String()
-		if code != 0 {
-			t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
-		}
+		out := runLoop(t, "-mode", "zombie", "-kills", "1", "-interval", "2s", "-rate", "1000", "-guarantee", "exactly_once", "-seed", strconv.Itoa(seed))
 		for name, want := range map[string]string{
 			"missing ids": "0",
 			"duplicates (`out` records − unique ids)": "0",
@@ -171,12 +186,7 @@ func TestKillLoopZombieExactlyOnce(t *testing.T) {
 // instance loses its partitions without committing: the contrast that
 // shows the zombie test above has something to prevent.
 func TestKillLoopZombieAtLeastOnce(t *testing.T) {
-	var stdout, stderr strings.Builder
-	code := run([]string{"-mode", "zombie", "-kills", "1", "-interval", "2s", "-rate", "1000", "-seed", "5"}, &stdout, &stderr)
-	out := stdout.String()
-	if code != 0 {
-		t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
-	}
+	out := runLoop(t, "-mode", "zombie", "-kills", "1", "-interval", "2s", "-rate", "1000", "-seed", "5")
 	if got := figure(out, "missing ids"); got != "0" {
 		t.Errorf("missing ids = %q, want 0; report:\n%s", got, out)
 	}

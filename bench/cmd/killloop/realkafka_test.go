@@ -16,26 +16,14 @@ import (
 // read_committed once every transaction ended, holds every input record
 // exactly once.
 func TestRealKafkaKillLoopExactlyOnce(t *testing.T) {
-	var stdout, stderr strings.Builder
-	code := run([]string{"-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
-		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18"}, &stdout, &stderr)
-	out := stdout.String()
-	t.Logf("report:\n%s", out)
-	if code != 0 {
-		t.Fatalf("killloop exited %d\nstderr:\n%s", code, stderr.String())
-	}
-	for name, want := range map[string]string{
+	out := runLoop(t, "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
+		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18")
+	checkFigures(t, out, map[string]string{
 		"missing ids": "0",
 		"duplicates (`out` records − unique ids)": "0",
 		"kills (SIGKILL)": "4",
-	} {
-		if got := figure(out, name); got != want {
-			t.Errorf("%q = %q, want %q", name, got, want)
-		}
-	}
-	if got := figure(out, "broker node killed (SIGKILL, once), down until it served again"); !strings.HasPrefix(got, "node ") {
-		t.Errorf("the report shows no broker kill (%q)", got)
-	}
+	})
+	checkBrokerKilled(t, out)
 }
 
 // TestRealKafkaKillLoopState is the kill loop with state on Apache Kafka
@@ -47,28 +35,16 @@ func TestRealKafkaKillLoopExactlyOnce(t *testing.T) {
 // key's count of records produced, and the outputs carry each key's
 // counts 1..N once each.
 func TestRealKafkaKillLoopState(t *testing.T) {
-	var stdout, stderr strings.Builder
-	code := run([]string{"-state", "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
-		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18"}, &stdout, &stderr)
-	out := stdout.String()
-	t.Logf("report:\n%s", out)
-	if code != 0 {
-		t.Fatalf("killloop exited %d\nstderr:\n%s", code, stderr.String())
-	}
-	for name, want := range map[string]string{
+	out := runLoop(t, "-state", "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
+		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18")
+	checkFigures(t, out, map[string]string{
 		"missing ids": "0",
 		"duplicates (`out` records − unique ids)":                         "0",
 		"keys whose count in the changelog equals their records produced": "64 of 64",
 		"keys whose outputs do not carry the counts 1..N once each":       "0",
 		"kills (SIGKILL)": "4",
-	} {
-		if got := figure(out, name); got != want {
-			t.Errorf("%q = %q, want %q", name, got, want)
-		}
-	}
-	if got := figure(out, "broker node killed (SIGKILL, once), down until it served again"); !strings.HasPrefix(got, "node ") {
-		t.Errorf("the report shows no broker kill (%q)", got)
-	}
+	})
+	checkBrokerKilled(t, out)
 }
 
 // TestRealKafkaKillLoopWindows is the kill loop of windows on Apache
@@ -82,16 +58,16 @@ func TestRealKafkaKillLoopState(t *testing.T) {
 // (read read_committed) once, with its exact count, sum of ids, first
 // and last id, and no other window is.
 func TestRealKafkaKillLoopWindows(t *testing.T) {
-	var stdout, stderr strings.Builder
-	code := run([]string{"-window", "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
-		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18"}, &stdout, &stderr)
-	out := stdout.String()
-	t.Logf("report:\n%s", out)
-	if code != 0 {
-		t.Fatalf("killloop exited %d\nstderr:\n%s", code, stderr.String())
-	}
+	out := runLoop(t, "-window", "-kafka", "3node", "-guarantee", "exactly_once", "-instances", "3", "-partitions", "6",
+		"-kills", "4", "-kill-broker", "-interval", "5s", "-rate", "1000", "-seed", "18")
 	checkWindowReport(t, out, "exactly_once", 4, 64)
-	if got := figure(out, "broker node killed (SIGKILL, once), down until it served again"); !strings.HasPrefix(got, "node ") {
+	checkBrokerKilled(t, out)
+}
+
+// checkBrokerKilled asserts the report shows one of the 3 nodes killed.
+func checkBrokerKilled(t *testing.T, report string) {
+	t.Helper()
+	if got := figure(report, "broker node killed (SIGKILL, once), down until it served again"); !strings.HasPrefix(got, "node ") {
 		t.Errorf("the report shows no broker kill (%q)", got)
 	}
 }

@@ -143,14 +143,8 @@ func TestKillLoopState(t *testing.T) {
 		{"at_least_once", nil},
 	} {
 		t.Run(tc.guarantee, func(t *testing.T) {
-			var stdout, stderr strings.Builder
-			args := append([]string{"-state", "-keys", "16", "-kills", "2", "-interval", "2s", "-rate", "1000", "-partitions", "4",
-				"-guarantee", tc.guarantee, "-seed", "3"}, tc.args...)
-			code := run(args, &stdout, &stderr)
-			out := stdout.String()
-			if code != 0 {
-				t.Fatalf("killloop exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
-			}
+			out := runLoop(t, append([]string{"-state", "-keys", "16", "-kills", "2", "-interval", "2s", "-rate", "1000", "-partitions", "4",
+				"-guarantee", tc.guarantee, "-seed", "3"}, tc.args...)...)
 			want := map[string]string{
 				"missing ids": "0",
 				"keys under-counted (records missing from their counts)": "0 (0)",
@@ -162,11 +156,7 @@ func TestKillLoopState(t *testing.T) {
 				want["keys whose outputs do not carry the counts 1..N once each"] = "0"
 				want["duplicates (`out` records − unique ids)"] = "0"
 			}
-			for name, w := range want {
-				if got := figure(out, name); got != w {
-					t.Errorf("%q = %q, want %q; report:\n%s", name, got, w, out)
-				}
-			}
+			checkFigures(t, out, want)
 			// the restarts restored what their stores lacked
 			if got := figure(out, "restored from the changelog, all instances (from their logs)"); got == "" || strings.HasPrefix(got, "0 records") {
 				t.Errorf("no records restored (%q); report:\n%s", got, out)

@@ -60,15 +60,8 @@ func TestKillLoopWindows(t *testing.T) {
 		{"at_least_once", nil},
 	} {
 		t.Run(tc.guarantee, func(t *testing.T) {
-			var stdout, stderr strings.Builder
-			args := append([]string{"-window", "-keys", "16", "-kills", "2", "-interval", "2s", "-rate", "1000", "-partitions", "4",
-				"-guarantee", tc.guarantee, "-seed", "3"}, tc.args...)
-			code := run(args, &stdout, &stderr)
-			out := stdout.String()
-			t.Logf("report:\n%s", out)
-			if code != 0 {
-				t.Fatalf("killloop exited %d\nstderr:\n%s", code, stderr.String())
-			}
+			out := runLoop(t, append([]string{"-window", "-keys", "16", "-kills", "2", "-interval", "2s", "-rate", "1000", "-partitions", "4",
+				"-guarantee", tc.guarantee, "-seed", "3"}, tc.args...)...)
 			checkWindowReport(t, out, tc.guarantee, 2, 16)
 		})
 	}
